@@ -1,0 +1,235 @@
+"""Go-Explore Phase 1: sample cells -> return (restore) -> explore -> update.
+
+Readable top to bottom; the semantics are the reference's (DESIGN.md
+section 2), the data flow DESIGN.md section 3's. Seeding lives in one place:
+the master generator, seeded by ``cfg.seed``, draws each batch's sample and
+then one seed per task; each task explores with its own generator. Results
+therefore do not depend on the number of workers or on interruptions.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from goexplore.archive import Archive
+from goexplore.backends import WorkerSpec, make_backend
+from goexplore.codec import StateCodec
+from goexplore.config import Config
+from goexplore.demos import verify_cell
+from goexplore.envs import make_env
+from goexplore.errors import CheckpointError
+from goexplore.explog import ExperienceLog
+from goexplore.explore import DONE_KEY, Task
+from goexplore.store import RunDir, adopt_chunks, read_checkpoint
+
+PROTOCOL = ("Phase 1 deterministic search with emulator restore (no sticky actions): "
+            "not comparable with sticky-action RL scores")
+
+
+@dataclass
+class Progress:
+    frames: int
+    total: int
+    batch: int
+    cells: int
+    rooms: int
+    best_done: float | None
+    max_score: float
+    steps_per_s: float
+    since_ckpt_s: float | None
+
+
+class Phase1:
+    def __init__(self, cfg: Config, run_dir: RunDir | None = None):
+        self.cfg = cfg.validate()
+        self.run_dir = run_dir
+        self.spec = WorkerSpec.from_config(cfg)
+        self.cells = self.spec.make_cells()
+        env = make_env(cfg.env)
+        self.fact_names = env.fact_names
+        env.close()
+        self.archive = Archive(self.cells.key_size, len(self.fact_names))
+        self.explog = ExperienceLog(run_dir.explog_dir if run_dir else None, cfg.explog_chunk)
+        self.codec = StateCodec()
+        self.rng = np.random.default_rng(cfg.seed)
+        self.frames = 0
+        self.batch = 0
+        self.last_ckpt_frames = 0
+        self.last_ckpt_time: float | None = None
+        self.bytes_received = 0
+
+    # --- start --------------------------------------------------------------------
+    def seed_root(self) -> None:
+        """The root cell: the frame and state right after reset (a reset's frame
+        is fresh; only restores leave stale reads)."""
+        env = make_env(self.cfg.env)
+        frame = env.reset()
+        self.archive.add(self.cells.key(frame), self.codec.compress(env.clone_state()),
+                         0.0, 0, -1, env.lives(), env.facts())
+        env.close()
+
+    # --- the loop -------------------------------------------------------------------
+    def run(self, on_progress=None) -> None:
+        cfg, archive, explog, rng = self.cfg, self.archive, self.explog, self.rng
+        backend = make_backend(self.spec, cfg.n_workers)
+        backend.start(archive.full_view(), self.codec.dictionary, view_fn=archive.full_view)
+        archive.dirty.clear()
+        t0, f0 = time.perf_counter(), self.frames
+        try:
+            while self.frames < cfg.total_frames:
+                cap = archive.sample(cfg.batch_cells, rng)
+                seeds = [int(rng.integers(2**31)) for _ in range(cfg.batch_cells)]
+                tasks = [Task(i, cap.states[i], int(cap.lives[i]), float(cap.score[i]),
+                              int(cap.length[i]), seeds[i], cfg.explore_steps)
+                         for i in range(cfg.batch_cells)]
+                for res in backend.run_batch(archive.take_delta(), tasks):
+                    i = res.index
+                    first = explog.append_episode(int(cap.last[i]), res.actions,
+                                                  res.rewards, res.done)
+                    archive.apply(int(cap.ids[i]), float(cap.score[i]), int(cap.length[i]),
+                                  int(cap.last[i]), res, first)
+                    self.frames += res.n
+                self.batch += 1
+                if self.batch % cfg.log_every_batches == 0:
+                    rate = (self.frames - f0) / max(time.perf_counter() - t0, 1e-9)
+                    self.log_metrics(rate)
+                    if on_progress:
+                        on_progress(self.progress(rate))
+                if (cfg.ckpt_every and self.run_dir
+                        and self.frames - self.last_ckpt_frames >= cfg.ckpt_every):
+                    self.checkpoint()
+        finally:
+            self.bytes_received += backend.bytes_received
+            backend.close()
+
+    def progress(self, rate: float) -> Progress:
+        a = self.archive
+        since = None if self.last_ckpt_time is None else time.time() - self.last_ckpt_time
+        return Progress(self.frames, self.cfg.total_frames, self.batch, a.n, len(a.rooms),
+                        a.best_done_score, a.max_archive_score, rate, since)
+
+    def log_metrics(self, steps_per_s: float) -> None:
+        a = self.archive
+        tail = a.done_scores[-20:]
+        row = {"batch": self.batch, "frames": self.frames, "steps_per_s": round(steps_per_s, 1),
+               "best_done_score": a.best_done_score, "max_archive_score": a.max_archive_score,
+               "ep_return_mean": float(np.mean(tail)) if tail else None,
+               "n_cells": a.n, "rooms_found": len(a.rooms), "explog_entries": self.explog.count,
+               "time": round(time.time(), 3)}
+        if self.run_dir:
+            self.run_dir.append_metrics(row)
+
+    # --- checkpoints ------------------------------------------------------------------
+    def checkpoint(self) -> Path:
+        a, e = self.archive, self.explog
+        n = a.n
+        arrays = {name: getattr(a, name)[:n] for name in Archive.ARRAYS}
+        meta = {
+            "frames": self.frames, "batch": self.batch, "config": self.cfg.to_json(),
+            "rng": self.rng.bit_generator.state, "n_cells": n,
+            "done_scores": a.done_scores, "rooms": sorted(a.rooms),
+            "explog": {"count": e.count, "n_flushed": e.n_flushed, "chunk_size": e.chunk_size},
+            "codec_dictionary": None if self.codec.dictionary is None else self.codec.dictionary.hex(),
+            "best_done_score": a.best_done_score, "max_archive_score": a.max_archive_score,
+        }
+        prev_best = self._best_ckpt_score()
+        best = a.best_done_score is not None and (prev_best is None or a.best_done_score > prev_best)
+        path = self.run_dir.write_checkpoint(self.frames, meta, arrays, a.states[:n],
+                                             e.tail_arrays(), best=best)
+        n_ckpt = len(self.run_dir.checkpoints())
+        if n_ckpt % 5 == 1:
+            self.run_dir.mark_milestone(path)
+        self.last_ckpt_frames = self.frames
+        self.last_ckpt_time = time.time()
+        return path
+
+    def _best_ckpt_score(self) -> float | None:
+        p = self.run_dir.ckpt_dir / "BEST"
+        if not p.exists():
+            return None
+        try:
+            meta = json.loads((self.run_dir.ckpt_dir / p.read_text().strip() / "meta.json").read_text())
+            return meta.get("best_done_score")
+        except (OSError, ValueError):
+            return None
+
+    def restore(self, ckpt: Path) -> None:
+        """Continue from a checkpoint (of this run dir or another one)."""
+        meta, arrays, states, tail = read_checkpoint(ckpt)
+        try:
+            saved = Config.from_json(meta["config"])
+            n = int(meta["n_cells"])
+            a = self.archive
+            a._alloc(max(1024, n))
+            a.n = n
+            for name in Archive.ARRAYS:
+                arr = arrays[name]
+                dst = getattr(a, name)
+                if arr.shape[0] != n or arr.shape[1:] != dst.shape[1:]:
+                    raise CheckpointError(f"{ckpt / 'archive.npz'}: array {name!r} has shape "
+                                          f"{arr.shape}, expected ({n}, ...)")
+                dst[:n] = arr
+            if len(states) != n:
+                raise CheckpointError(f"{ckpt / 'states.bin'}: {len(states)} states for {n} cells")
+            a.states = states
+            a.index = {a.key_of(i): i for i in range(n)}
+            if len(a.index) != n:
+                raise CheckpointError(f"{ckpt / 'archive.npz'}: duplicate cell keys")
+            a.done_scores = [float(x) for x in meta["done_scores"]]
+            a.rooms = {int(x) for x in meta["rooms"]}
+            self.frames, self.batch = int(meta["frames"]), int(meta["batch"])
+            self.rng.bit_generator.state = meta["rng"]
+            d = meta.get("codec_dictionary")
+            self.codec = StateCodec(bytes.fromhex(d) if d else None)
+            ex = meta["explog"]
+            if ex["chunk_size"] != self.explog.chunk_size:
+                raise CheckpointError(f"{ckpt}: experience-log chunk size {ex['chunk_size']} "
+                                      f"differs from this run's {self.explog.chunk_size}")
+        except (KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(f"{ckpt / 'meta.json'}: malformed checkpoint ({e!r})") from None
+        if saved.differs_from(self.cfg):
+            raise CheckpointError(f"{ckpt}: made by a run with different settings "
+                                  f"({', '.join(saved.differs_from(self.cfg))})")
+        if self.run_dir is not None:
+            src_explog = ckpt.parent.parent / "explog"
+            if src_explog.resolve() != self.run_dir.explog_dir.resolve():
+                adopt_chunks(src_explog, self.run_dir.explog_dir, ex["n_flushed"])
+        self.explog.restore(ex["count"], ex["n_flushed"], tail)
+        a.dirty.clear()
+        self.last_ckpt_frames = self.frames
+
+    # --- results ------------------------------------------------------------------------
+    def verify(self) -> dict:
+        """Replay from reset the best end-of-episode trajectory and the best cell."""
+        a = self.archive
+        out = {}
+        targets = [("best_cell", a.best_cell())]
+        if a.done_id >= 0:
+            targets.append(("best_done", a.done_id))
+        for name, i in targets:
+            ok, why = verify_cell(self.cfg.env, self.cells, self.explog.trajectory(int(a.traj_last[i])),
+                                  key=a.key_of(i), score=float(a.score[i]),
+                                  length=int(a.traj_len[i]), is_done=a.key_of(i) == DONE_KEY)
+            out[name] = {"cell": i, "score": float(a.score[i]), "ok": ok, "detail": why}
+        return out
+
+    def summary(self, verification: dict, wall_s: float) -> dict:
+        a = self.archive
+        best = a.best_done_score
+        return {
+            "env": self.cfg.env, "seed": self.cfg.seed,
+            "frames_total": self.frames, "frames_unit": "agent_steps",
+            "emulator_frames_total": self.frames * 4 if self.cfg.env != "toy" else None,
+            "batches": self.batch,
+            "metric": "best_done_score", "value": best if best is not None else 0.0,
+            "best_done_score": best, "max_archive_score": a.max_archive_score,
+            "n_cells": a.n, "rooms_found": len(a.rooms),
+            "explog_entries": self.explog.count,
+            "verified": all(v["ok"] for v in verification.values()),
+            "verification": verification, "protocol": PROTOCOL,
+            "wall_s": round(wall_s, 2),
+        }
