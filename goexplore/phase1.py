@@ -73,7 +73,9 @@ class Phase1:
         env.close()
 
     # --- the loop -------------------------------------------------------------------
-    def run(self, on_progress=None) -> None:
+    def run(self, on_progress=None, should_stop=lambda: False) -> bool:
+        """Explore until the budget is spent (True) or ``should_stop()`` at a
+        batch boundary (False)."""
         cfg, archive, explog, rng = self.cfg, self.archive, self.explog, self.rng
         backend = make_backend(self.spec, cfg.n_workers)
         backend.start(archive.full_view(), self.codec.dictionary, view_fn=archive.full_view)
@@ -81,6 +83,8 @@ class Phase1:
         t0, f0 = time.perf_counter(), self.frames
         try:
             while self.frames < cfg.total_frames:
+                if should_stop():
+                    return False
                 cap = archive.sample(cfg.batch_cells, rng)
                 seeds = [int(rng.integers(2**31)) for _ in range(cfg.batch_cells)]
                 tasks = [Task(i, cap.states[i], int(cap.lives[i]), float(cap.score[i]),
@@ -105,6 +109,7 @@ class Phase1:
         finally:
             self.bytes_received += backend.bytes_received
             backend.close()
+        return True
 
     def progress(self, rate: float) -> Progress:
         a = self.archive
@@ -233,3 +238,21 @@ class Phase1:
             "verification": verification, "protocol": PROTOCOL,
             "wall_s": round(wall_s, 2),
         }
+
+
+def load_run(path: Path) -> Phase1:
+    """A finished or interrupted run, loaded from its latest checkpoint."""
+    from goexplore.errors import RunDirError
+
+    rd = RunDir(path)
+    if not rd.path.is_dir():
+        raise RunDirError(f"{rd.path}: no such run dir")
+    cfg = rd.read_config()
+    if cfg is None:
+        raise RunDirError(f"{rd.path}: not a run dir (no config.json)")
+    ckpt = rd.latest_checkpoint()
+    if ckpt is None:
+        raise RunDirError(f"{rd.path}: holds no checkpoint yet")
+    p = Phase1(cfg, rd)
+    p.restore(ckpt)
+    return p
