@@ -1,0 +1,38 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+# A short Montezuma exploration (~5 min on 2 cores) that ends with a report.
+RUN_DIR ?= runs/quickstart
+FRAMES  ?= 300000
+WORKERS ?= 2
+
+.PHONY: run test test-slow test-all bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/goexplore run --env montezuma --total-frames $(FRAMES) --n-workers $(WORKERS) \
+		--run-dir $(RUN_DIR) --resume auto
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q -m "slow or not slow"
+
+bench: $(STAMP)
+	$(BIN)/goexplore bench --env montezuma --n-workers 2 --frames 2000000 --json bench.json
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache
