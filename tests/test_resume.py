@@ -73,3 +73,15 @@ def test_resume_with_a_larger_budget_extends_the_run(tmp_path):
     longer = _run(cfg.replace(total_frames=40_000), tmp_path / "r", resume="auto")
     ref = _run(cfg.replace(total_frames=40_000), tmp_path / "ref")
     assert archive_table(longer)["cells"] == archive_table(ref)["cells"]
+
+
+def test_resume_into_fresh_dir_names_a_missing_chunk(tmp_path):
+    from goexplore.errors import CheckpointError
+
+    cfg = Config(env="toy", seed=1, total_frames=30_000, explog_chunk=3000)
+    _run(cfg, tmp_path / "first", stop_after=3)
+    chunk = tmp_path / "first" / "explog" / "chunk_00001.npz"
+    assert chunk.exists()
+    chunk.unlink()
+    with pytest.raises(CheckpointError, match="chunk_00001"):
+        _run(cfg, tmp_path / "second", resume=str(tmp_path / "first"))
