@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/goexplore run --env montezuma --total-frames $(FRAMES) --n-workers $(WORKERS) \
 		--run-dir $(RUN_DIR) --resume auto
+	$(BIN)/goexplore report $(RUN_DIR) --out $(RUN_DIR)/report
+	@echo "report: $(RUN_DIR)/report/index.html"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,21 +1,141 @@
-"""Progress while a run explores. (Plain lines for now.)"""
+"""Progress while a run explores.
+
+On a terminal: a live display (rich) with a bar of agent steps done of the
+budget, steps/s, ETA, cells, rooms, best scores and the time since the last
+checkpoint, refreshed every batch. Elsewhere (CI logs, nohup, pipes): one plain
+line per metrics row, e.g.::
+
+    steps 352,104/1,000,000 (35.2%)  981 steps/s  ETA 11m01s  cells 416  rooms 1  best 100  max 100  ckpt -  batch 100
+
+``update`` receives a :class:`goexplore.phase1.Progress`; a progress whose
+``logged`` attribute is False (an in-between batch) refreshes the live display
+but prints no plain line.
+"""
 from __future__ import annotations
+
+import sys
+import time
+
+
+def fmt_duration(s: float | None) -> str:
+    """12s, 3m05s, 2h07m; '-' when unknown."""
+    if s is None or s != s or s < 0 or s == float("inf"):
+        return "-"
+    s = int(round(s))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _score(v) -> str:
+    return "-" if v is None else f"{v:g}"
+
+
+def eta_s(p) -> float | None:
+    if p.steps_per_s <= 0:
+        return None
+    return max(0, p.total - p.frames) / p.steps_per_s
+
+
+def plain_line(p, since_ckpt: float | None = None) -> str:
+    """One line with everything a log reader needs."""
+    since = p.since_ckpt_s if since_ckpt is None else since_ckpt
+    pct = 100.0 * p.frames / p.total if p.total else 0.0
+    return (f"steps {p.frames:,}/{p.total:,} ({pct:.1f}%)  {p.steps_per_s:,.0f} steps/s  "
+            f"ETA {fmt_duration(eta_s(p))}  cells {p.cells:,}  rooms {p.rooms}  "
+            f"best {_score(p.best_done)}  max {_score(p.max_score)}  "
+            f"ckpt {fmt_duration(since)}{' ago' if since is not None else ''}  batch {p.batch:,}")
 
 
 class ProgressReporter:
-    def __init__(self, total: int, start: int = 0):
-        self.total = total
+    """Context manager: ``update(progress)`` as the run goes, ``print(msg)``
+    for messages (printed above the live display on a terminal).
 
+    ``live``: force the rich display (True) or plain lines (False); default:
+    live iff ``stream`` is a terminal.
+    """
+
+    def __init__(self, total: int, start: int = 0, *, stream=None, live: bool | None = None):
+        self.total = total
+        self.start = start
+        self.stream = stream if stream is not None else sys.stdout
+        if live is None:
+            isatty = getattr(self.stream, "isatty", None)
+            live = bool(isatty and isatty())
+        self.live = live
+        self._last = None
+        self._last_at = 0.0
+        self._t0 = time.monotonic()
+        self._rich = None
+        self._console = None
+
+    # --- context -------------------------------------------------------------------
     def __enter__(self):
+        if self.live:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._console = Console(file=self.stream)
+            self._rich = Live(get_renderable=self._renderable, console=self._console,
+                              refresh_per_second=2, transient=False,
+                              redirect_stdout=True, redirect_stderr=False)
+            self._rich.start()
         return self
 
     def __exit__(self, *exc):
+        if self._rich is not None:
+            self._rich.stop()
+            self._rich = None
         return False
 
+    # --- interface -------------------------------------------------------------------
     def print(self, msg: str) -> None:
-        print(msg, flush=True)
+        if self._console is not None and self._rich is not None:
+            self._console.print(msg, markup=False, highlight=False)
+        else:
+            print(msg, file=self.stream, flush=True)
 
     def update(self, p) -> None:
-        best = "-" if p.best_done is None else f"{p.best_done:g}"
-        print(f"batch {p.batch:>6}  steps {p.frames:>11,}/{p.total:,}  {p.steps_per_s:7.0f}/s  "
-              f"cells {p.cells:>6}  rooms {p.rooms:>3}  best {best}  max {p.max_score:g}", flush=True)
+        self._last, self._last_at = p, time.monotonic()
+        if self._rich is not None:
+            self._rich.refresh()
+        elif getattr(p, "logged", True):
+            print(plain_line(p), file=self.stream, flush=True)
+
+    # --- the live display -------------------------------------------------------------
+    def _since_ckpt(self) -> float | None:
+        p = self._last
+        if p is None or p.since_ckpt_s is None:
+            return None
+        return p.since_ckpt_s + (time.monotonic() - self._last_at)
+
+    def _renderable(self):
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        p = self._last
+        grid = Table.grid(padding=(0, 1))
+        if p is None:
+            grid.add_row(ProgressBar(total=self.total, completed=self.start, width=36),
+                         Text(f"{self.start:,}/{self.total:,} steps  starting "
+                              f"({fmt_duration(time.monotonic() - self._t0)})", style="dim"))
+            return grid
+        pct = 100.0 * p.frames / p.total if p.total else 0.0
+        text = Text.assemble((f"{p.frames:,}", "bold"), f"/{p.total:,} steps ",
+                             (f"{pct:5.1f}%", "bold"), f"  {p.steps_per_s:,.0f} steps/s  ETA ",
+                             (fmt_duration(eta_s(p)), "bold cyan"))
+        width = max(10, min(40, self._console.width - len(text) - 2))
+        grid.add_row(ProgressBar(total=p.total, completed=min(p.frames, p.total), width=width), text)
+        since = self._since_ckpt()
+        stats = Text.assemble(
+            "cells ", (f"{p.cells:,}", "bold"), "  rooms ", (f"{p.rooms}", "bold"),
+            "  best ", (_score(p.best_done), "bold green"),
+            "  max ", (_score(p.max_score), "bold"),
+            "  last checkpoint ", (fmt_duration(since) + (" ago" if since is not None else ""),
+                                   "bold"),
+            f"  batch {p.batch:,}", style=None)
+        return Group(grid, stats)

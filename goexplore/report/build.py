@@ -1,0 +1,198 @@
+"""``goexplore report``: one HTML page that shows what a run explored.
+
+Everything is read from the run dir (metrics.jsonl, the latest checkpoint,
+the experience log, final.json) and every picture of the game comes from the
+game itself: trajectories are replayed from reset and rendered. The page is
+self-contained (images and the GIF are base64 data URIs); the full-length MP4
+is a sibling file it links to.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from goexplore.errors import GoExploreError
+from goexplore.report.layouts import layout_for
+from goexplore.report.media import Player, VideoWriter, png_bytes, upscale, video_scale
+
+MAX_MAP_LEVELS = 3
+
+
+@dataclass
+class TopCell:
+    rank: int
+    cell: int
+    score: float
+    length: int
+    facts: dict
+    seen: int
+    chosen: int
+    replayed_score: float
+    thumb_png: bytes = field(repr=False)
+
+
+@dataclass
+class MapImage:
+    level: int | None
+    colour: str            # "score" or "visits"
+    png: bytes = field(repr=False)
+    file: str
+    rooms_reached: list[int]
+
+
+@dataclass
+class Report:
+    out_dir: Path
+    html: Path
+    curves_png: Path
+    maps: list[MapImage] = field(default_factory=list)
+    mp4: Path | None = None
+    gif: Path | None = None
+    video_frames: int = 0
+    best_cell: int | None = None
+    best_length: int = 0
+    top: list[TopCell] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _require_plotting() -> None:
+    missing = []
+    for mod, pkg in (("matplotlib", "matplotlib"), ("PIL", "pillow"), ("imageio", "imageio"),
+                     ("imageio_ffmpeg", "imageio-ffmpeg")):
+        try:
+            __import__(mod)
+        except ImportError:
+            missing.append(pkg)
+    if missing:
+        raise GoExploreError(f"the report needs {', '.join(missing)}: pip install {' '.join(missing)}")
+
+
+def top_cells(archive, n: int) -> list[int]:
+    """Non-DONE cells by score (highest first), then shorter trajectory, then older."""
+    live = np.flatnonzero(~archive.is_done[:archive.n])
+    order = np.lexsort((live, archive.traj_len[live], -archive.score[live]))
+    return [int(i) for i in live[order[:n]]]
+
+
+def curve_rows(rows: list[dict], phase1) -> list[dict]:
+    """The metrics rows, from the root cell (a fresh run's first row comes
+    ``log_every_batches`` batches in) to the checkpoint the report is made of
+    (the last batch usually ends between two rows)."""
+    a = phase1.archive
+    rows = list(rows)
+    if rows and rows[0].get("batch", 0) <= phase1.cfg.log_every_batches:
+        rows.insert(0, {"batch": 0, "frames": 0, "n_cells": 1, "rooms_found": 1,
+                        "max_archive_score": 0.0, "best_done_score": None})
+    if not rows or phase1.frames > rows[-1].get("frames", 0):
+        rows.append({"batch": phase1.batch, "frames": phase1.frames, "n_cells": a.n,
+                     "rooms_found": len(a.rooms), "max_archive_score": a.max_archive_score,
+                     "best_done_score": a.best_done_score})
+    return rows
+
+
+def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True,
+                 log=print) -> Report:
+    """Build the report of the run in ``run_dir`` into ``out_dir`` (default
+    ``run_dir/report``). Returns what was written."""
+    from goexplore.phase1 import load_run
+    from goexplore.report import html, plots
+    from goexplore.store import RunDir
+
+    _require_plotting()
+    t0 = time.perf_counter()
+    run_dir = Path(run_dir)
+    phase1 = load_run(run_dir)
+    out = Path(out_dir) if out_dir is not None else run_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    rd = RunDir(run_dir)
+    rows = rd.read_metrics()
+    final = None
+    if rd.final_path.exists():
+        try:
+            final = json.loads(rd.final_path.read_text())
+        except ValueError:
+            final = None
+    cfg, a, explog = phase1.cfg, phase1.archive, phase1.explog
+    names = tuple(phase1.fact_names)
+    n = a.n
+    rep = Report(out_dir=out, html=out / "index.html", curves_png=out / "curves.png")
+
+    # curves ------------------------------------------------------------------------
+    curves = plots.curves_png(curve_rows(rows, phase1), title=f"{cfg.env}, seed {cfg.seed}")
+    rep.curves_png.write_bytes(curves)
+
+    # replays: top cells (the best one recorded as a video), room screenshots --------
+    last_frames: dict[int, np.ndarray] = {}
+    ids = top_cells(a, top)
+    log(f"report: replaying {len(ids)} top cells from reset"
+        + (" (the best one as a video)" if video else ""))
+    with Player(cfg.env) as player:
+        for rank, i in enumerate(ids, 1):
+            actions = explog.trajectory(int(a.traj_last[i]))
+            writer = None
+            if rank == 1 and video:
+                rep.mp4, rep.gif = out / "best.mp4", out / "best.gif"
+                writer = VideoWriter(rep.mp4, rep.gif, expected=len(actions) + 1)
+            try:
+                played = player.play(actions, on_frame=writer)
+            finally:
+                if writer is not None:
+                    writer.close()
+            if writer is not None:
+                rep.video_frames = writer.n
+                rep.best_cell, rep.best_length = i, len(actions)
+            last_frames[i] = played.last
+            thumb = played.last
+            if thumb.shape[1] < 120:
+                thumb = upscale(thumb, video_scale(*thumb.shape[:2]))
+            rep.top.append(TopCell(rank, i, float(a.score[i]), int(a.traj_len[i]),
+                                   {k: int(v) for k, v in zip(names, a.facts[i])},
+                                   int(a.seen[i]), int(a.chosen[i]), played.score,
+                                   png_bytes(thumb)))
+
+        # the room map ----------------------------------------------------------------
+        layout = layout_for(cfg.env, names)
+        if layout is not None and n:
+            facts = a.facts[:n]
+            live = ~a.is_done[:n]
+            room = facts[:, names.index("room")]
+            x, y = facts[:, names.index("x")], facts[:, names.index("y")]
+            level = facts[:, names.index("level")] if "level" in names else np.zeros(n, int)
+            levels, counts = np.unique(level[live], return_counts=True)
+            levels = sorted(levels[np.argsort(-counts)][:MAX_MAP_LEVELS].tolist())
+            for lev in levels:
+                sel = live & (level == lev)
+                shots: dict[int, np.ndarray] = {}
+                for rm in sorted(set(room[sel].tolist())):
+                    if layout.slot(rm) is None:
+                        continue
+                    cand = np.flatnonzero(sel & (room == rm))
+                    i = int(cand[np.lexsort((cand, a.traj_len[cand]))[0]])
+                    if i not in last_frames:
+                        last_frames[i] = player.play(explog.trajectory(int(a.traj_last[i]))).last
+                    shots[rm] = last_frames[i]
+                log(f"report: map of level {lev + 1}: {len(shots)} room(s) reached")
+                px, py = layout.pixel(x[sel], y[sel])
+                suffix = "" if len(levels) == 1 else f"_level{lev + 1}"
+                for colour, vals, label, logscale in (
+                        ("score", a.score[:n][sel], "cell score", False),
+                        ("visits", a.seen[:n][sel], "times seen (since last improved)", True)):
+                    png = plots.map_png(layout, shots, px, py, room[sel], vals, label=label,
+                                        log=logscale,
+                                        title=f"{cfg.env}: level {lev + 1}, {int(sel.sum()):,} cells, "
+                                              f"coloured by {label}")
+                    fname = f"map{suffix}.png" if colour == "score" else f"map_visits{suffix}.png"
+                    (out / fname).write_bytes(png)
+                    rep.maps.append(MapImage(int(lev), colour, png, fname, sorted(shots)))
+
+    # page ------------------------------------------------------------------------------
+    rep.seconds = time.perf_counter() - t0
+    page = html.render(phase1=phase1, rows=rows, final=final, curves=curves, rep=rep,
+                       run_dir=run_dir)
+    rep.html.write_text(page, encoding="utf-8")
+    rep.seconds = time.perf_counter() - t0
+    return rep
