@@ -1,4 +1,4 @@
-"""The ``goexplore`` command: run | replay | games (and the tools added later).
+"""The ``goexplore`` command: run | replay | report | games (and the tools added later).
 
 Every user error prints one clear message and exits with code 2."""
 from __future__ import annotations
@@ -36,12 +36,21 @@ def cmd_run(args) -> int:
     cfg = _config_from(args)
     cfg.validate()
     run_dir = Path(args.run_dir or f"runs/{cfg.env}-seed{cfg.seed}")
-    phase1, ckpt = prepare(cfg, run_dir, args.resume)
+    phase1, ckpt = prepare(cfg, run_dir, args.resume, fallback=args.fallback)
     where = f"resumed from {ckpt}" if ckpt else "fresh start"
     print(f"goexplore run: {cfg.env}  seed {cfg.seed}  budget {cfg.total_frames:,} agent steps  "
           f"workers {cfg.n_workers}  run dir {run_dir}  ({where})", flush=True)
+    tb = _tensorboard(run_dir, phase1.frames) if args.tensorboard else None
     with ProgressReporter(cfg.total_frames, start=phase1.frames) as reporter:
-        final = execute(phase1, on_progress=reporter.update, log=reporter.print)
+        def on_progress(p):
+            reporter.update(p)
+            if tb is not None:
+                tb.update(p)
+        try:
+            final = execute(phase1, on_progress=on_progress, log=reporter.print)
+        finally:
+            if tb is not None:
+                tb.close()
     if final is None:
         return 130
     best = final["best_done_score"]
@@ -54,6 +63,41 @@ def cmd_run(args) -> int:
           f"  run dir                    {run_dir}\n"
           f"  (scores: {final['protocol']})")
     return 0 if final["verified"] else 1
+
+
+def _tensorboard(run_dir: Path, frames: int):
+    """The metrics as TensorBoard scalars in RUN_DIR/tb, or None (with a message)."""
+    from goexplore.report.tensorboard import INSTALL_HINT, MetricsToTensorBoard
+
+    try:
+        tb = MetricsToTensorBoard(run_dir / "metrics.jsonl", run_dir / "tb", after_frames=frames)
+    except ImportError:
+        print(f"--tensorboard: skipped, no TensorBoard writer is installed ({INSTALL_HINT})",
+              file=sys.stderr, flush=True)
+        return None
+    print(f"TensorBoard scalars: {run_dir / 'tb'}  (view: tensorboard --logdir {run_dir / 'tb'})",
+          flush=True)
+    return tb
+
+
+def cmd_report(args) -> int:
+    from goexplore.report import build_report
+
+    if args.top < 1:
+        raise GoExploreError(f"--top {args.top}: must be at least 1")
+    rep = build_report(Path(args.run_dir), args.out, top=args.top, video=not args.no_video)
+    files = [rep.curves_png] + [rep.out_dir / m.file for m in rep.maps]
+    files += [p for p in (rep.mp4, rep.gif) if p is not None]
+    print(f"report: {rep.html}  ({rep.seconds:.0f}s)\n  also: " + ", ".join(p.name for p in files))
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from goexplore.verify import verify_run
+
+    report = verify_run(Path(args.run_dir))      # not a run dir: GoExploreError, exit 2
+    print(report.text())
+    return 0 if report.ok else 1
 
 
 def cmd_games(args) -> int:
@@ -100,6 +144,25 @@ def cmd_replay(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_bench(args) -> int:
+    from goexplore import bench
+    from goexplore.envs import game_names
+
+    problems = []
+    if args.env not in game_names():
+        problems.append(f"--env: unknown game {args.env!r}; choose one of: {', '.join(game_names())}")
+    for name in ("n_workers", "frames", "select_cells", "ckpt_cells"):
+        if getattr(args, name) < 1:
+            problems.append(f"--{name.replace('_', '-')}: must be a positive integer")
+    if args.segments is not None and args.segments < 1:
+        problems.append("--segments: must be a positive integer")
+    if args.bare_seconds <= 0:
+        problems.append("--bare-seconds: must be positive")
+    if problems:
+        raise GoExploreError("invalid bench options:\n  " + "\n  ".join(problems))
+    return bench.main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="goexplore", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -111,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", default=None, metavar="auto|PATH",
                    help="continue: 'auto' (this run dir's latest checkpoint, if any), "
                         "a run dir, or a checkpoint dir")
+    r.add_argument("--fallback", action="store_true",
+                   help="with --resume: if the checkpoint is damaged, continue from the newest "
+                        "intact older one (default: refuse, naming the damaged files)")
+    r.add_argument("--tensorboard", action="store_true",
+                   help="also write the metrics as TensorBoard scalars into RUN_DIR/tb "
+                        "(needs tensorboardX: pip install 'goexplore[tensorboard]')")
     r.set_defaults(func=cmd_run)
 
     g = sub.add_parser("games", help="list the supported games")
@@ -121,6 +190,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cell", default="best", help="best (default), done, or a cell index")
     p.add_argument("--out", default=None, help="also save the actions (.npy)")
     p.set_defaults(func=cmd_replay)
+
+    rp = sub.add_parser("report", help="an HTML report of a run: curves, room map, best "
+                                       "trajectory video, top cells")
+    rp.add_argument("run_dir")
+    rp.add_argument("--out", default=None, help="output folder (default RUN_DIR/report)")
+    rp.add_argument("--top", type=int, default=10, help="cells in the top-cells table (default 10)")
+    rp.add_argument("--no-video", action="store_true", help="skip the best trajectory's MP4/GIF")
+    rp.set_defaults(func=cmd_report)
+
+    v = sub.add_parser("verify", help="check a run dir's integrity: checksums of checkpoints and "
+                                      "log chunks, and every reference between them "
+                                      "(exit 0 intact, 1 damaged)")
+    v.add_argument("run_dir")
+    v.set_defaults(func=cmd_verify)
+
+    b = sub.add_parser("bench", help="throughput against the bare emulator, master cost, bytes, "
+                                     "memory, selection and checkpoint times (see goexplore.bench)")
+    b.add_argument("--env", default="montezuma", help="game (default montezuma)")
+    b.add_argument("--n-workers", type=int, default=2, help="worker processes (default 2)")
+    b.add_argument("--frames", type=int, default=2_000_000,
+                   help="agent steps of the pipeline run (default 2,000,000)")
+    b.add_argument("--segments", type=int, default=None,
+                   help="pipeline segments, with a bare-emulator measurement between each "
+                        "(default: one per 250,000 steps, at most 8)")
+    b.add_argument("--bare-seconds", type=float, default=5.0,
+                   help="seconds of each bare-emulator measurement (default 5)")
+    b.add_argument("--select-cells", type=int, default=100_000,
+                   help="cells of the synthetic archive for the selection timing (default 100,000)")
+    b.add_argument("--ckpt-cells", type=int, default=1_000_000,
+                   help="cells of the synthetic archive checkpointed and resumed (default 1,000,000)")
+    b.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON")
+    b.set_defaults(func=cmd_bench)
     return ap
 
 

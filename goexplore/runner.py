@@ -1,19 +1,28 @@
 """A whole run: the run dir contract around :class:`~goexplore.phase1.Phase1`
-(create or resume, checkpoints, Ctrl-C, final verification, final.json)."""
+(create or resume, checkpoints, Ctrl-C, final verification, final.json).
+
+Resume never continues from damaged state: the checkpoint it would continue
+from, and every experience-log chunk that checkpoint needs, are checked first
+(:func:`goexplore.verify.check_resume_point`); a damaged one is an error that
+names the files. Falling back to an older intact checkpoint happens only when
+asked (``fallback=True``, the CLI's ``--fallback``; or ``--resume PATH``).
+"""
 from __future__ import annotations
 
 import json
 import signal
 import time
+from dataclasses import fields
 from pathlib import Path
 
 from goexplore.config import Config
-from goexplore.errors import RunDirError
+from goexplore.errors import CheckpointError, RunDirError, StorageError
 from goexplore.phase1 import Phase1
-from goexplore.store import RunDir, read_checkpoint, resolve_resume, write_text_atomic
+from goexplore.store import CKPT_NAME, RunDir, ckpt_frames, write_text_atomic
 
 
-def prepare(cfg: Config, run_dir: Path, resume: str | None) -> tuple[Phase1, Path | None]:
+def prepare(cfg: Config, run_dir: Path, resume: str | None, fallback: bool = False,
+            log=print) -> tuple[Phase1, Path | None]:
     """Check everything before touching the run dir; then set up the run."""
     cfg.validate()
     rd = RunDir(run_dir)
@@ -31,15 +40,21 @@ def prepare(cfg: Config, run_dir: Path, resume: str | None) -> tuple[Phase1, Pat
             raise RunDirError(
                 f"{rd.path} holds a different run (it differs in: {', '.join(diff)}); "
                 f"only {', '.join(Config.RESUMABLE)} may change on resume")
-    ckpt = resolve_resume(resume, rd) if resume is not None else None
+    ckpt = choose_checkpoint(resume, rd, fallback, log) if resume is not None else None
     if ckpt is not None:
-        meta, _, _, _ = read_checkpoint(ckpt)  # fails now, naming the file, if damaged
+        from goexplore.store import load_json
+        meta = load_json(ckpt / "meta.json", 1 << 28, "checkpoint meta")   # checked above
         saved = Config.from_json(meta["config"])
         diff = saved.differs_from(cfg)
         if diff:
             raise RunDirError(f"checkpoint {ckpt} belongs to a different run "
                               f"(it differs in: {', '.join(diff)})")
     rd.create(cfg)
+    if ckpt is not None and _same_dir(ckpt.parent, rd.ckpt_dir) and ckpt.name != rd.latest_name():
+        # continuing from an older checkpoint of this run: it becomes the run's
+        # state; the newer ones are an abandoned future (pruned later)
+        rd.set_latest(ckpt.name)
+        rd.drop_best_after(ckpt_frames(ckpt.name))
     phase1 = Phase1(cfg, rd)
     if ckpt is None:
         if rd.metrics_path.exists():
@@ -51,21 +66,97 @@ def prepare(cfg: Config, run_dir: Path, resume: str | None) -> tuple[Phase1, Pat
     return phase1, ckpt
 
 
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print) -> Path | None:
+    """The intact checkpoint to continue from (None: a fresh start, only for
+    ``auto`` in a run dir without checkpoints). Damage is an error unless
+    ``fallback``, which takes the newest intact checkpoint older than the
+    damaged one, saying so."""
+    from goexplore.verify import check_resume_point
+
+    src, first, problems = rd, None, []
+    if resume == "auto":
+        try:
+            first = rd.latest_checkpoint()
+        except CheckpointError as e:
+            problems = [str(e)]
+        if first is None and not problems:
+            return None
+    else:
+        p = Path(resume)
+        if (p / "manifest.json").exists() or CKPT_NAME.fullmatch(p.name):
+            if not p.is_dir():
+                raise CheckpointError(f"--resume {resume}: no such checkpoint")
+            first, src = p, RunDir(p.parent.parent)
+        elif p.is_dir():
+            src = RunDir(p)
+            try:
+                first = src.latest_checkpoint()
+            except CheckpointError as e:
+                problems = [str(e)]
+            if first is None and not problems:
+                raise CheckpointError(f"--resume {resume}: holds no checkpoint to resume from")
+        else:
+            raise CheckpointError(f"--resume {resume}: no such run dir or checkpoint "
+                                  "(give 'auto', a run dir, or a checkpoint dir)")
+    if first is not None:
+        problems = check_resume_point(first)
+        if not problems:
+            return first
+    what = first if first is not None else src.ckpt_dir / "LATEST"
+    if not fallback:
+        raise CheckpointError(
+            f"cannot resume from {what}: damaged\n  " + "\n  ".join(problems)
+            + f"\nFor a full report: goexplore verify {src.path}\n"
+            "To continue from the newest intact older checkpoint instead, add --fallback "
+            "(or give --resume PATH naming one).")
+    upto = ckpt_frames(first.name) if first is not None and CKPT_NAME.fullmatch(first.name) \
+        else float("inf")
+    for cand in reversed(src.checkpoints()):
+        if ckpt_frames(cand.name) >= upto:
+            continue
+        if not check_resume_point(cand):
+            log(f"--fallback: {what} is damaged ({problems[0]});\n"
+                f"  continuing from the newest intact older checkpoint, {cand}")
+            return cand
+    raise CheckpointError(f"cannot resume from {what}: damaged ({problems[0]}), and no older "
+                          f"intact checkpoint in {src.ckpt_dir} to fall back to")
+
+
 def _carry_metrics(rd: RunDir, src: RunDir, batch: int) -> None:
     """Keep the metric rows up to the checkpoint (rows after it are redone)."""
     rows = [r for r in src.read_metrics() if r.get("batch", 0) <= batch]
     rd.write_metrics(rows)
 
 
+def resume_command(cfg: Config, rd: RunDir) -> str:
+    """The command line that continues this run."""
+    parts = ["goexplore run", f"--run-dir {rd.path}", "--resume auto", f"--env {cfg.env}"]
+    for f in fields(Config):
+        v = getattr(cfg, f.name)
+        if f.name != "env" and (v != f.default or f.name in ("seed", "total_frames")):
+            parts.append(f"--{f.name.replace('_', '-')} {v}")
+    return " ".join(parts)
+
+
 class _StopFlag:
-    """First Ctrl-C: stop at the end of the batch; second: stop now."""
+    """First Ctrl-C (or SIGTERM): stop at the end of the batch; second: stop now."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
         self.stop = False
-        self._old = None
+        self._old = {}
 
     def __enter__(self):
-        self._old = signal.signal(signal.SIGINT, self._handler)
+        for s in self.SIGNALS:
+            self._old[s] = signal.signal(s, self._handler)
         return self
 
     def _handler(self, signum, frame):
@@ -76,23 +167,46 @@ class _StopFlag:
               "(Ctrl-C again to stop at once)", flush=True)
 
     def __exit__(self, *exc):
-        signal.signal(signal.SIGINT, self._old)
+        for s, old in self._old.items():
+            signal.signal(s, old)
         return False
 
 
 def execute(phase1: Phase1, on_progress=None, log=print) -> dict | None:
     """Run to the budget; returns final.json's content, or None if interrupted."""
     t0 = time.time()
-    with _StopFlag() as flag:
-        finished = phase1.run(on_progress=on_progress, should_stop=lambda: flag.stop)
     rd = phase1.run_dir
-    ckpt = phase1.checkpoint()
-    if not finished:
-        log(f"stopped at {phase1.frames:,} agent steps; checkpoint {ckpt}\n"
-            f"resume with: goexplore run --run-dir {rd.path} --resume auto "
-            f"--env {phase1.cfg.env} --seed {phase1.cfg.seed} --total-frames {phase1.cfg.total_frames}")
-        return None
-    verification = phase1.verify()
-    final = phase1.summary(verification, time.time() - t0)
-    write_text_atomic(rd.final_path, json.dumps(final, indent=1) + "\n")
-    return final
+    how = resume_command(phase1.cfg, rd)
+    with _StopFlag() as flag:       # covers everything: a late Ctrl-C is handled too
+        try:
+            finished = phase1.run(on_progress=on_progress, should_stop=lambda: flag.stop)
+            ckpt = _final_checkpoint(phase1)
+            if not finished:
+                log(f"stopped at {phase1.frames:,} agent steps; checkpoint {ckpt}; all workers "
+                    f"ended.\nresume with: {how}")
+                return None
+            verification = phase1.verify()
+            final = phase1.summary(verification, time.time() - t0)
+            write_text_atomic(rd.final_path, json.dumps(final, indent=1) + "\n")
+            return final
+        except KeyboardInterrupt:
+            log(f"\nstopped at once at {phase1.frames:,} agent steps: the last complete "
+                f"checkpoint is {_latest_or_none(rd)}; all workers ended.\nresume with: {how}")
+            return None
+        except StorageError as e:
+            raise StorageError(e.path, e.cause, hint=(
+                f"The last complete checkpoint ({_latest_or_none(rd)}) is intact. Free space "
+                f"(or make {rd.path} writable), then resume with: {how}")) from None
+
+
+def _final_checkpoint(phase1: Phase1) -> Path:
+    """Checkpoint the current state (a no-op if the latest checkpoint holds it)."""
+    return phase1.checkpoint()
+
+
+def _latest_or_none(rd: RunDir) -> str:
+    try:
+        latest = rd.latest_checkpoint()
+    except CheckpointError:
+        latest = None
+    return str(latest) if latest is not None else "none yet"

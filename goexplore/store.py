@@ -1,7 +1,10 @@
 """The run directory and its checkpoints. No pickle anywhere: arrays go to
-``.npz`` (loaded with ``allow_pickle=False``), emulator states to one raw blob
-file, everything else to JSON; a manifest of SHA-256 checksums covers every
-file, and a checkpoint that fails it is an error naming the file.
+``.npz`` (read back by :func:`goexplore.explog.read_npz`: no pickle, sizes
+checked before allocating), emulator states to one raw blob file, everything
+else to JSON; a manifest of SHA-256 checksums covers every file of a
+checkpoint, and each checkpoint's meta records the SHA-256 of every
+experience-log chunk it needs. Anything damaged is a :class:`CheckpointError`
+naming the file; any failure to write is a :class:`StorageError`.
 
 Layout of a run dir::
 
@@ -9,34 +12,63 @@ Layout of a run dir::
     metrics.jsonl         one row per log cadence
     explog/chunk_*.npz    full experience-log chunks
     checkpoints/ckpt_<frames>/   meta.json archive.npz states.bin explog_tail.npz manifest.json
-    checkpoints/LATEST    name of the newest complete checkpoint (atomic pointer)
+    checkpoints/LATEST    name of the newest complete checkpoint (atomic pointer;
+                          empty until the first one)
     checkpoints/BEST      name of the checkpoint with the best end-of-episode score
     final.json            the result, written when the run ends
 
-A checkpoint is written into a temporary directory, fsynced, renamed into
-place, and only then published through ``LATEST``: a crash at any moment
-leaves the previous checkpoint intact and pointed to.
+Crash safety, step by step. A checkpoint is written into ``ckpt_X.tmp/``,
+every file fsynced, the directory renamed to ``ckpt_X`` and only then
+published by rewriting ``LATEST`` (temp name + rename). A crash at any moment
+leaves ``LATEST`` naming a complete checkpoint whose chunks were all flushed
+(fsynced) before it was written. Leftovers of a crash are harmless and
+cleaned up later: ``*.tmp`` files and directories, ``*.del`` directories (a
+checkpoint being deleted is first renamed to ``*.del``, so a half-deleted one
+never looks like a checkpoint), a complete checkpoint newer than ``LATEST``
+that was never published, and chunks newer than ``LATEST`` (rewritten, byte
+for byte the same, when the run goes on).
 """
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 import os
+import re
 import shutil
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from goexplore import testhooks
 from goexplore.config import Config
-from goexplore.errors import CheckpointError, RunDirError
-from goexplore.explog import chunk_name, write_npz_atomic
+from goexplore.errors import CheckpointError, GoExploreError, RunDirError, StorageError
+from goexplore.explog import (FIELDS, chunk_name, read_file, read_npz, sha256_file,
+                              write_npz_atomic)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2       # 2: meta.explog.chunk_sha256
+READABLE_VERSIONS = (1, 2)
 KEEP_RECENT = 2          # newest checkpoints kept besides BEST and milestones
 MILESTONE_EVERY = 5      # every 5th checkpoint is kept for good
+CKPT_FILES = ("meta.json", "archive.npz", "states.bin", "explog_tail.npz")
+CKPT_NAME = re.compile(r"ckpt_(\d{12})")
+MAX_JSON_BYTES = 256 << 20       # meta.json (done_scores, chunk checksums) and friends
+MAX_SMALL_JSON = 1 << 20         # manifest.json, config.json, final.json, pointers
+MAX_CHUNK_SIZE = 1 << 26         # experience-log entries per chunk (~0.9 GB in RAM)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
+def ckpt_name(frames: int) -> str:
+    return f"ckpt_{frames:012d}"
+
+
+def ckpt_frames(name: str) -> int:
+    m = CKPT_NAME.fullmatch(name)
+    if m is None:
+        raise ValueError(f"not a checkpoint name: {name!r}")
+    return int(m.group(1))
+
+
+# --- safe writing ---------------------------------------------------------------------
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -46,20 +78,52 @@ def fsync_dir(path: Path) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """Temp name, fsync, rename. Failures are a StorageError naming ``path``."""
+    write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, data) -> None:
+    path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                f.write(data)
+            else:
+                f.writelines(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise StorageError(path, e) from None
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+# --- safe reading ---------------------------------------------------------------------
+def _reject_constant(name):
+    raise ValueError(f"{name} is not allowed")
+
+
+def load_json(path: Path, max_bytes: int = MAX_SMALL_JSON, what: str = "file"):
+    """Parse a JSON file of bounded size; damage is a CheckpointError naming it."""
+    data = read_file(path, max_bytes, what)
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as e:   # includes UnicodeDecodeError
+        raise CheckpointError(f"{what} {path}: unreadable ({type(e).__name__}: "
+                              f"{str(e)[:200]})") from None
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_num(x) -> bool:
+    return (isinstance(x, (int, float)) and not isinstance(x, bool)
+            and math.isfinite(x) and abs(x) < 1e300)
 
 
 class RunDir:
@@ -76,29 +140,47 @@ class RunDir:
         if not self.config_path.exists():
             return None
         try:
-            return Config.from_json(json.loads(self.config_path.read_text()))
-        except (ValueError, TypeError) as e:
+            d = load_json(self.config_path, MAX_SMALL_JSON, "run config")
+            if not isinstance(d, dict):
+                raise ValueError("not a JSON object")
+            cfg = Config.from_json(d).validate()
+        except (GoExploreError, ValueError, TypeError) as e:
             raise RunDirError(f"{self.config_path}: unreadable run config ({e})") from None
+        if cfg.explog_chunk > MAX_CHUNK_SIZE:
+            raise RunDirError(f"{self.config_path}: explog_chunk {cfg.explog_chunk} is larger "
+                              f"than {MAX_CHUNK_SIZE}")
+        return cfg
 
     def holds_run(self) -> bool:
         return self.config_path.exists() or self.ckpt_dir.exists()
 
     def create(self, cfg: Config) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self.explog_dir.mkdir(exist_ok=True)
-        self.ckpt_dir.mkdir(exist_ok=True)
-        write_text_atomic(self.config_path, cfg.dumps())
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StorageError(self.path, e) from None
+        write_text_atomic(self.config_path, cfg.dumps())      # first: a run dir has a config
+        try:
+            self.explog_dir.mkdir(exist_ok=True)
+            self.ckpt_dir.mkdir(exist_ok=True)
+        except OSError as e:
+            raise StorageError(self.path, e) from None
+        if not (self.ckpt_dir / "LATEST").exists():
+            write_text_atomic(self.ckpt_dir / "LATEST", "")    # "no checkpoint yet"
 
     # --- metrics -----------------------------------------------------------------
     def append_metrics(self, row: dict) -> None:
-        with open(self.metrics_path, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        try:
+            with open(self.metrics_path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+        except OSError as e:
+            raise StorageError(self.metrics_path, e) from None
 
     def read_metrics(self) -> list[dict]:
         if not self.metrics_path.exists():
             return []
         rows = []
-        for line in self.metrics_path.read_text().splitlines():
+        for line in self.metrics_path.read_text(errors="replace").splitlines():
             try:
                 rows.append(json.loads(line))
             except ValueError:
@@ -108,128 +190,290 @@ class RunDir:
     def write_metrics(self, rows: list[dict]) -> None:
         write_text_atomic(self.metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
 
-    # --- checkpoints ---------------------------------------------------------------
-    def latest_checkpoint(self) -> Path | None:
-        ptr = self.ckpt_dir / "LATEST"
-        if not ptr.exists():
+    # --- pointers ----------------------------------------------------------------
+    def _pointer(self, which: str) -> str | None:
+        ptr = self.ckpt_dir / which
+        try:
+            with open(ptr, "rb") as f:
+                raw = f.read(256)
+        except FileNotFoundError:
+            if which == "LATEST" and self.checkpoints():
+                raise CheckpointError(
+                    f"{ptr}: missing, but the run dir holds checkpoints "
+                    f"({', '.join(p.name for p in self.checkpoints()[-3:])}); "
+                    "resume from one explicitly with --resume PATH") from None
             return None
-        name = ptr.read_text().strip()
+        except OSError as e:
+            raise CheckpointError(f"{ptr}: unreadable ({e})") from None
+        try:
+            name = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            name = None
+        if name == "":
+            return None
+        if name is None or not CKPT_NAME.fullmatch(name):
+            raise CheckpointError(f"{ptr}: damaged (holds {raw[:40]!r}, not a checkpoint name)")
+        return name
+
+    def latest_name(self) -> str | None:
+        return self._pointer("LATEST")
+
+    def best_name(self) -> str | None:
+        return self._pointer("BEST")
+
+    def latest_checkpoint(self) -> Path | None:
+        name = self.latest_name()
+        if name is None:
+            return None
         path = self.ckpt_dir / name
         if not path.is_dir():
-            raise CheckpointError(f"{ptr} points to {name}, which is missing")
+            raise CheckpointError(f"{self.ckpt_dir / 'LATEST'} points to {name}, which is missing")
         return path
 
+    def set_latest(self, name: str) -> None:
+        write_text_atomic(self.ckpt_dir / "LATEST", name + "\n")
+        fsync_dir(self.ckpt_dir)
+
+    def drop_best_after(self, frames: int) -> None:
+        """Forget BEST if it names a checkpoint past ``frames`` (an abandoned future)."""
+        try:
+            best = self.best_name()
+        except CheckpointError:
+            best = "ckpt_999999999999"
+        if best is not None and ckpt_frames(best) > frames:
+            try:
+                os.unlink(self.ckpt_dir / "BEST")
+            except OSError as e:
+                raise StorageError(self.ckpt_dir / "BEST", e) from None
+
+    # --- checkpoints ---------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
-        if not self.ckpt_dir.exists():
+        """Complete checkpoint directories (published or not), oldest first."""
+        if not self.ckpt_dir.is_dir():
             return []
         return sorted(p for p in self.ckpt_dir.iterdir()
-                      if p.is_dir() and p.name.startswith("ckpt_") and not p.name.endswith(".tmp"))
+                      if CKPT_NAME.fullmatch(p.name) and p.is_dir())
 
     def write_checkpoint(self, frames: int, meta: dict, arrays: dict[str, np.ndarray],
                          states: list[bytes], explog_tail: dict[str, np.ndarray],
                          best: bool = False) -> Path:
-        name = f"ckpt_{frames:012d}"
+        name = ckpt_name(frames)
         final = self.ckpt_dir / name
         tmp = self.ckpt_dir / (name + ".tmp")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-        lengths = np.fromiter((len(s) for s in states), dtype=np.int64, count=len(states))
-        arrays = dict(arrays, state_lengths=lengths)
-        write_npz_atomic(tmp / "archive.npz", arrays, compress=False)
-        with open(tmp / "states.bin", "wb") as f:
-            f.write(b"".join(states))
-            f.flush()
-            os.fsync(f.fileno())
-        write_npz_atomic(tmp / "explog_tail.npz", explog_tail)
-        meta = dict(meta, format_version=FORMAT_VERSION, name=name)
-        write_text_atomic(tmp / "meta.json", json.dumps(meta, indent=1))
-        manifest = {p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size}
-                    for p in sorted(tmp.iterdir())}
-        write_text_atomic(tmp / "manifest.json", json.dumps(manifest, indent=1))
-        fsync_dir(tmp)
-        if final.exists():
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-        fsync_dir(self.ckpt_dir)
-        write_text_atomic(self.ckpt_dir / "LATEST", name + "\n")
-        if best:
-            write_text_atomic(self.ckpt_dir / "BEST", name + "\n")
-        fsync_dir(self.ckpt_dir)
+        if name == self.latest_name() and final.is_dir():
+            # Already published at this step count: the same run at the same step
+            # count is the same state (the search is deterministic), and a
+            # published checkpoint is never rewritten in place.
+            return final
+        try:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir(parents=True)
+            lengths = np.fromiter((len(s) for s in states), dtype=np.int64, count=len(states))
+            write_npz_atomic(tmp / "archive.npz", dict(arrays, state_lengths=lengths),
+                             compress=False)
+            testhooks.hit("ckpt-files")
+            write_bytes_atomic(tmp / "states.bin", states)
+            write_npz_atomic(tmp / "explog_tail.npz", explog_tail)
+            meta = dict(meta, format_version=FORMAT_VERSION, name=name)
+            write_text_atomic(tmp / "meta.json", json.dumps(meta, indent=1))
+            manifest = {n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size}
+                        for n in CKPT_FILES}
+            write_text_atomic(tmp / "manifest.json", json.dumps(manifest, indent=1))
+            fsync_dir(tmp)
+            if final.exists():            # an unpublished leftover of a crash
+                self._discard(final)
+            os.rename(tmp, final)
+            fsync_dir(self.ckpt_dir)
+            testhooks.hit("ckpt-rename")
+            self.set_latest(name)
+            if best:
+                write_text_atomic(self.ckpt_dir / "BEST", name + "\n")
+                fsync_dir(self.ckpt_dir)
+        except (OSError, StorageError) as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(e, StorageError):
+                raise
+            raise StorageError(e.filename or tmp, e) from None
+        testhooks.hit("ckpt-publish")
         self._prune()
         return final
 
+    def _discard(self, path: Path) -> None:
+        """Delete a directory so that a crash half way never leaves a
+        half-deleted checkpoint: rename to ``*.del`` first."""
+        trash = path.with_name(path.name + ".del")
+        if trash.exists():
+            shutil.rmtree(trash, ignore_errors=True)
+        os.rename(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
     def _prune(self) -> None:
-        keep = set()
-        for ptr in ("LATEST", "BEST"):
-            p = self.ckpt_dir / ptr
-            if p.exists():
-                keep.add(p.read_text().strip())
-        all_ckpts = self.checkpoints()
-        keep.update(p.name for p in all_ckpts[-KEEP_RECENT:])
-        keep.update(p.name for p in all_ckpts if (p / "MILESTONE").exists())
-        for p in all_ckpts:
-            if p.name not in keep:
-                shutil.rmtree(p, ignore_errors=True)
+        """Keep LATEST, BEST, the newest KEEP_RECENT and the milestones up to
+        LATEST; drop the rest, unpublished leftovers, and crash debris. Best
+        effort: a failure to delete never fails the run."""
+        try:
+            latest = self.latest_name()
+            if latest is None:
+                return
+            try:
+                best = self.best_name()
+            except CheckpointError:
+                best = None
+            upto = ckpt_frames(latest)
+            all_ckpts = self.checkpoints()
+            older = [p for p in all_ckpts if ckpt_frames(p.name) <= upto]
+            keep = {latest, best}
+            keep.update(p.name for p in older[-KEEP_RECENT:])
+            keep.update(p.name for p in older if (p / "MILESTONE").exists())
+            for p in all_ckpts:
+                if p.name not in keep:
+                    self._discard(p)
+            for p in self.ckpt_dir.iterdir():
+                if p.is_dir() and p.name.endswith((".tmp", ".del")):
+                    shutil.rmtree(p, ignore_errors=True)
+        except (OSError, CheckpointError):
+            pass
 
     def mark_milestone(self, ckpt: Path) -> None:
-        (ckpt / "MILESTONE").touch()
+        try:
+            (ckpt / "MILESTONE").touch()
+        except OSError:
+            pass    # a milestone only protects from pruning; never worth failing the run
+
+
+# --- reading checkpoints -------------------------------------------------------------------
+def check_files(path: Path) -> tuple[dict | None, list[str]]:
+    """(manifest, problems): every checkpoint file present with its checksum."""
+    mpath = path / "manifest.json"
+    if not mpath.exists():
+        return None, [f"{mpath}: missing (the checkpoint is incomplete)"]
+    try:
+        manifest = load_json(mpath, MAX_SMALL_JSON, "checkpoint manifest")
+    except CheckpointError as e:
+        return None, [str(e)]
+    if not isinstance(manifest, dict):
+        return None, [f"{mpath}: not a manifest"]
+    problems = []
+    for name in CKPT_FILES:
+        entry = manifest.get(name)
+        p = path / name
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+            problems.append(f"{mpath}: no checksum for {name}")
+        elif not p.is_file():
+            problems.append(f"{p}: missing")
+        elif p.stat().st_size != entry.get("bytes"):
+            problems.append(f"{p}: truncated or altered ({p.stat().st_size:,} bytes, "
+                            f"the manifest says {entry.get('bytes')!r})")
+        else:
+            try:
+                ok = sha256_file(p) == entry["sha256"]
+            except OSError as e:
+                problems.append(f"{p}: unreadable ({e})")
+                continue
+            if not ok:
+                problems.append(f"{p}: altered (checksum mismatch)")
+    return manifest, problems
 
 
 def verify_checkpoint(path: Path) -> dict:
     """Check a checkpoint against its manifest; return the manifest."""
-    mpath = path / "manifest.json"
-    try:
-        manifest = json.loads(mpath.read_text())
-    except FileNotFoundError:
-        raise CheckpointError(f"{mpath}: missing (the checkpoint is incomplete)") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{mpath}: unreadable ({e})") from None
-    if not isinstance(manifest, dict):
-        raise CheckpointError(f"{mpath}: not a manifest")
-    for name in ("meta.json", "archive.npz", "states.bin", "explog_tail.npz"):
-        entry = manifest.get(name)
-        p = path / name
-        if not isinstance(entry, dict) or "sha256" not in entry:
-            raise CheckpointError(f"{mpath}: no checksum for {name}")
-        if not p.exists():
-            raise CheckpointError(f"{p}: missing")
-        if p.stat().st_size != entry.get("bytes") or sha256_file(p) != entry["sha256"]:
-            raise CheckpointError(f"{p}: truncated or altered (checksum mismatch)")
+    manifest, problems = check_files(Path(path))
+    if problems:
+        raise CheckpointError("; ".join(problems))
     return manifest
 
 
+def validate_meta(meta, where) -> None:
+    """The checkpoint's meta.json has the right shape and consistent numbers."""
+    def need(cond, what):
+        if not cond:
+            raise CheckpointError(f"{where}: {what}")
+
+    need(isinstance(meta, dict), "not a JSON object")
+    v = meta.get("format_version")
+    need(v in READABLE_VERSIONS, f"checkpoint format {v!r}, this goexplore reads "
+                                 f"{', '.join(map(str, READABLE_VERSIONS))}")
+    for k in ("frames", "batch", "n_cells"):
+        need(_is_int(meta.get(k)) and meta[k] >= 0, f"{k!r} must be a non-negative integer")
+    need(meta["n_cells"] >= 1, "'n_cells' must be at least 1")
+    try:
+        cfg = Config.from_json(meta["config"]).validate()
+    except (KeyError, TypeError, ValueError, AttributeError, GoExploreError) as e:
+        raise CheckpointError(f"{where}: bad 'config' ({str(e)[:300]})") from None
+    try:
+        np.random.PCG64().state = meta["rng"]
+    except Exception as e:     # noqa: BLE001 - any malformed generator state
+        raise CheckpointError(f"{where}: bad 'rng' state ({type(e).__name__})") from None
+    ds = meta.get("done_scores")
+    need(isinstance(ds, list) and all(_is_num(x) for x in ds), "'done_scores' must be numbers")
+    rooms = meta.get("rooms")
+    need(isinstance(rooms, list) and all(_is_int(x) and abs(x) < 2**31 for x in rooms),
+         "'rooms' must be integers")
+    for k in ("best_done_score", "max_archive_score"):
+        need(k in meta and (meta[k] is None or _is_num(meta[k])), f"{k!r} must be a number")
+    d = meta.get("codec_dictionary")
+    if d is not None:
+        try:
+            need(isinstance(d, str), "'codec_dictionary' must be hex text")
+            bytes.fromhex(d)
+        except ValueError:
+            need(False, "'codec_dictionary' must be hex text")
+    ex = meta.get("explog")
+    need(isinstance(ex, dict), "'explog' missing")
+    for k in ("count", "n_flushed", "chunk_size"):
+        need(_is_int(ex.get(k)) and ex[k] >= 0, f"'explog.{k}' must be a non-negative integer")
+    cs = ex["chunk_size"]
+    need(1 <= cs <= MAX_CHUNK_SIZE, f"'explog.chunk_size' {cs} out of range")
+    need(cs == cfg.explog_chunk, f"'explog.chunk_size' {cs} differs from the config's "
+                                 f"{cfg.explog_chunk}")
+    need(ex["n_flushed"] == ex["count"] // cs,
+         f"'explog.n_flushed' {ex['n_flushed']} does not match count {ex['count']} "
+         f"(chunks of {cs})")
+    digests = ex.get("chunk_sha256")
+    if v >= 2 or digests is not None:
+        need(isinstance(digests, list) and len(digests) == ex["n_flushed"]
+             and all(isinstance(h, str) and _HEX64.fullmatch(h) for h in digests),
+             f"'explog.chunk_sha256' must hold one SHA-256 per flushed chunk "
+             f"({ex['n_flushed']})")
+    need(ex["count"] == meta["frames"], f"'explog.count' {ex['count']} differs from 'frames' "
+                                        f"{meta['frames']} (every step executed is logged)")
+
+
 def read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray], list[bytes], dict]:
-    """(meta, archive arrays, states, explog tail) of a verified checkpoint."""
+    """(meta, archive arrays, states, explog tail) of a verified checkpoint.
+    Everything is checked before it is returned: checksums, meta schema,
+    array dtypes and shapes (sizes checked before allocating), states index."""
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"{path}: no such checkpoint directory")
     verify_checkpoint(path)
-    try:
-        meta = json.loads((path / "meta.json").read_text())
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{path / 'meta.json'}: unreadable ({e})") from None
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path}: checkpoint format {meta.get('format_version')!r}, "
-                              f"this goexplore reads {FORMAT_VERSION}")
-    arrays = _load_npz(path / "archive.npz")
-    tail = _load_npz(path / "explog_tail.npz")
-    blob = (path / "states.bin").read_bytes()
-    lengths = arrays.pop("state_lengths")
-    if lengths.ndim != 1 or (lengths < 0).any() or int(lengths.sum()) != len(blob):
-        raise CheckpointError(f"{path / 'states.bin'}: does not match its index")
+    mpath = path / "meta.json"
+    meta = load_json(mpath, MAX_JSON_BYTES, "checkpoint meta")
+    validate_meta(meta, mpath)
+    n = meta["n_cells"]
+    apath = path / "archive.npz"
+    arrays = read_npz(read_file(apath, 1 << 40, "checkpoint file"), apath, stored_only=True)
+    for name, a in arrays.items():
+        if a.ndim == 0 or a.shape[0] != n:
+            raise CheckpointError(f"{apath}: array {name!r} has shape {a.shape}, "
+                                  f"expected ({n}, ...)")
+    lengths = arrays.pop("state_lengths", None)
+    if lengths is None or lengths.ndim != 1 or lengths.dtype != np.int64:
+        raise CheckpointError(f"{apath}: no valid 'state_lengths'")
+    ex = meta["explog"]
+    fill = ex["count"] - ex["n_flushed"] * ex["chunk_size"]
+    tpath = path / "explog_tail.npz"
+    tail = read_npz(read_file(tpath, 1 << 40, "checkpoint file"), tpath,
+                    {name: (dt, (fill,)) for name, dt in FIELDS})
+    spath = path / "states.bin"
+    blob = read_file(spath, 1 << 40, "checkpoint file")
+    if (lengths < 0).any() or int(lengths.sum()) != len(blob):
+        raise CheckpointError(f"{spath}: does not match its index (state_lengths)")
     ends = np.cumsum(lengths).tolist()
     starts = [0] + ends[:-1]
     states = [blob[a:b] for a, b in zip(starts, ends)]
     return meta, arrays, states, tail
-
-
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-        raise CheckpointError(f"{path}: unreadable ({e})") from None
 
 
 def resolve_resume(arg: str, run_dir: RunDir) -> Path | None:
@@ -238,7 +482,7 @@ def resolve_resume(arg: str, run_dir: RunDir) -> Path | None:
     if arg == "auto":
         return run_dir.latest_checkpoint()
     p = Path(arg)
-    if (p / "manifest.json").exists() or p.name.startswith("ckpt_"):
+    if (p / "manifest.json").exists() or CKPT_NAME.fullmatch(p.name):
         if not p.is_dir():
             raise CheckpointError(f"{p}: no such checkpoint")
         return p
@@ -251,16 +495,24 @@ def resolve_resume(arg: str, run_dir: RunDir) -> Path | None:
                           "(give 'auto', a run dir, or a checkpoint dir)")
 
 
-def adopt_chunks(src_explog: Path, dst_explog: Path, n_chunks: int) -> None:
-    """Make chunks 0..n-1 of another run available in this run (hard link, or copy)."""
-    dst_explog.mkdir(parents=True, exist_ok=True)
-    for i in range(n_chunks):
-        src, dst = src_explog / chunk_name(i), dst_explog / chunk_name(i)
-        if dst.exists():
-            continue
-        if not src.exists():
-            raise CheckpointError(f"experience-log chunk {i} needed by the checkpoint is missing: {src}")
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
+def adopt_chunks(src_explog: Path, dst_explog: Path, n_chunks: int,
+                 digests: list[str] | None = None) -> None:
+    """Make chunks 0..n-1 of another run available in this run (hard link, or copy).
+    A chunk already there is kept only if it has the recorded checksum."""
+    try:
+        dst_explog.mkdir(parents=True, exist_ok=True)
+        for i in range(n_chunks):
+            src, dst = src_explog / chunk_name(i), dst_explog / chunk_name(i)
+            if dst.exists():
+                if digests is None or sha256_file(dst) == digests[i]:
+                    continue
+                dst.unlink()
+            if not src.exists():
+                raise CheckpointError(f"experience-log chunk {i} needed by the checkpoint "
+                                      f"is missing: {src}")
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+    except OSError as e:
+        raise StorageError(e.filename or dst_explog, e) from None
