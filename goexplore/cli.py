@@ -1,4 +1,4 @@
-"""The ``goexplore`` command: run | replay | report | games (and the tools added later).
+"""goexplore: Go-Explore Phase 1 — run | replay | report | verify | bench | games.
 
 Every user error prints one clear message and exits with code 2."""
 from __future__ import annotations
