@@ -118,6 +118,14 @@ def cmd_replay(args) -> int:
 
     phase1 = load_run(Path(args.run_dir))
     a = phase1.archive
+    if args.cell == "all":
+        from goexplore.demos import verify_archive
+        played, failures = verify_archive(phase1.cfg.env, phase1.cells, a, phase1.explog)
+        for i, why in failures[:20]:
+            print(f"cell {i}: MISMATCH: {why}")
+        print(f"{a.n - len(failures)} of {a.n} cells VERIFIED by replay from reset "
+              f"({played:,} steps played once each along the trajectory tree)")
+        return 0 if not failures else 1
     if args.cell == "best":
         i = a.best_cell()
     elif args.cell == "done":
@@ -187,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="rebuild a cell's trajectory and verify it by replay from reset")
     p.add_argument("run_dir")
-    p.add_argument("--cell", default="best", help="best (default), done, or a cell index")
+    p.add_argument("--cell", default="best", help="best (default), done, a cell index, or all")
     p.add_argument("--out", default=None, help="also save the actions (.npy)")
     p.set_defaults(func=cmd_replay)
 

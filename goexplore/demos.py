@@ -61,3 +61,72 @@ def verify_cell(env_name: str, cells, actions, *, key: bytes, score: float, leng
     if problems:
         return False, "; ".join(problems)
     return True, f"replayed {r.length} steps from reset: score {r.score:g} as archived"
+
+
+def verify_archive(env_name: str, cells, archive, explog) -> tuple[int, list[tuple[int, str]]]:
+    """Replay-verify EVERY cell in one pass: the cells' trajectories form a tree
+    in the experience log, and a depth-first walk from reset plays each of its
+    steps once, going back to a branch point by restoring a state this very
+    replay produced (never an archived one). Returns (steps played, failures)."""
+    from goexplore.explore import DONE_KEY
+
+    targets: dict[int, list[int]] = {}
+    for i in range(archive.n):
+        targets.setdefault(int(archive.traj_last[i]), []).append(i)
+    children: dict[int, list[int]] = {}
+    seen = {-1}
+    for node in targets:
+        while node not in seen:
+            seen.add(node)
+            prev = explog.entry(node)[0]
+            children.setdefault(prev, []).append(node)
+            node = prev
+    failures: list[tuple[int, str]] = []
+
+    def check(i: int, score: float, depth: int, key, done: bool, early: bool) -> None:
+        want_done = archive.key_of(i) == DONE_KEY
+        problems = []
+        if depth != int(archive.traj_len[i]):
+            problems.append(f"length {depth} != archived {int(archive.traj_len[i])}")
+        if score != float(archive.score[i]):
+            problems.append(f"replayed score {score:g} != archived {float(archive.score[i]):g}")
+        if early:
+            problems.append("a life was lost before the end")
+        if want_done != done or (not want_done and key != archive.key_of(i)):
+            problems.append("the final frame does not belong to the cell")
+        if problems:
+            failures.append((i, "; ".join(problems)))
+
+    env = make_env(env_name)
+    try:
+        frame = env.reset()
+        for i in targets.get(-1, []):
+            check(i, 0.0, 0, cells.key(frame), False, False)
+        # stack of (node, state to restore or None, score, lives, depth, early)
+        stack = [(c, None, 0.0, env.lives(), 0, False) for c in reversed(children.get(-1, []))]
+        if len(stack) > 1:
+            root = env.clone_state()
+            stack = [(c, root, *rest) for c, _, *rest in stack]
+        played = 0
+        while stack:
+            node, state, score, lives, depth, early = stack.pop()
+            if state is not None:
+                env.restore_state(state)
+            frame, reward, terminated, now = env.step(explog.entry(node)[1])
+            played += 1
+            done = bool(terminated) or now < lives
+            score += reward
+            depth += 1
+            for i in targets.get(node, []):
+                check(i, score, depth, None if done else cells.key(frame), done, early)
+            kids = children.get(node, [])
+            if not kids:
+                continue
+            early = early or done
+            branch = env.clone_state() if len(kids) > 1 else None
+            for c in reversed(kids[1:]):
+                stack.append((c, branch, score, now, depth, early))
+            stack.append((kids[0], None, score, now, depth, early))
+        return played, failures
+    finally:
+        env.close()

@@ -96,6 +96,8 @@ def test_corrupt_checkpoint_names_the_file(toy_run, capsys):
 def test_replay_command(toy_run, capsys):
     code, out = _run(capsys, "replay", str(toy_run), "--cell", "best")
     assert code == 0 and "VERIFIED" in out
+    code, out = _run(capsys, "replay", str(toy_run), "--cell", "all")
+    assert code == 0 and "VERIFIED" in out and "MISMATCH" not in out
     code, out = _run(capsys, "replay", str(toy_run), "--cell", "99999999")
     assert code == 2 and "out of range" in out
     code, out = _run(capsys, "replay", str(toy_run.parent / "nothing"))
@@ -119,6 +121,8 @@ def test_replay_detects_tampered_score(toy_run, capsys):
     (ckpt / "manifest.json").write_text(json.dumps(manifest))
     code, out = _run(capsys, "replay", str(toy_run), "--cell", str(best))
     assert code == 1 and "MISMATCH" in out
+    code, out = _run(capsys, "replay", str(toy_run), "--cell", "all")
+    assert code == 1 and f"cell {best}: MISMATCH" in out
 
 
 def test_games_lists_all():

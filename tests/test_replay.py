@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import run_ours
 
-from goexplore.demos import verify_cell
+from goexplore.demos import verify_archive, verify_cell
 from goexplore.explore import DONE_KEY
 
 
@@ -29,7 +29,7 @@ def test_every_toy_cell_replays(tmp_path):
 
 
 def test_every_montezuma_cell_replays():
-    p = run_ours("montezuma", 1, 15_000, 2)
+    p = run_ours("montezuma", 1, 8_000, 2)
     assert p.archive.n > 50
     _verify_all(p)
 
@@ -38,7 +38,23 @@ def test_every_montezuma_cell_replays():
 def test_every_montezuma_cell_replays_200k(tmp_path):
     p = run_ours("montezuma", 0, 200_000, 2, tmp_path / "run")
     assert p.archive.max_archive_score > 0   # got past the first rewards
+    played, failures = verify_archive(p.cfg.env, p.cells, p.archive, p.explog)
+    assert not failures, f"{len(failures)} of {p.archive.n} cells fail replay, e.g. {failures[:3]}"
+    assert played >= int(p.archive.traj_len[:p.archive.n].max())
+
+
+def test_one_pass_archive_replay_agrees_with_cell_by_cell(tmp_path):
+    p = run_ours("toy", 4, 30_000, 1)
+    played, failures = verify_archive(p.cfg.env, p.cells, p.archive, p.explog)
+    assert failures == []
     _verify_all(p)
+    # each logged step on a cell's path is played once: fewer than replaying each cell
+    assert played < int(p.archive.traj_len[:p.archive.n].sum())
+    # tampering is caught, for the right cell
+    i = p.archive.best_cell()
+    p.archive.score[i] += 1
+    played, failures = verify_archive(p.cfg.env, p.cells, p.archive, p.explog)
+    assert [f[0] for f in failures] == [i] and "score" in failures[0][1]
 
 
 def test_replay_detects_a_wrong_score():

@@ -48,7 +48,7 @@ def _same(p, q, dp, dq):
 @pytest.mark.parametrize("env,frames,workers", [
     ("toy", 60_000, 1),
     ("toy", 60_000, 2),
-    pytest.param("montezuma", 40_000, 2, marks=pytest.mark.slow),
+    pytest.param("montezuma", 24_000, 2, marks=pytest.mark.slow),
 ])
 def test_resume_same_and_fresh_dir(tmp_path, env, frames, workers):
     cfg = Config(env=env, seed=5, total_frames=frames, n_workers=workers,
