@@ -1,11 +1,12 @@
-"""The archive: cells as parallel arrays, a key -> id index, novelty-weighted
+"""The archive: cells as parallel arrays, a compact key index, novelty-weighted
 selection and the accept rule. Only the master writes it.
 
 Semantics (the reference's, DESIGN.md section 2):
 
 * selection weight ``1 / sqrt(seen + 1)``; ``n`` picks with replacement by
-  inverse-CDF over the cells in insertion order; the DONE cell (the virtual
-  end-of-episode cell) has weight 0 and is never picked;
+  inverse-CDF (``np.cumsum`` of the weights in insertion order, then
+  ``searchsorted``); the DONE cell (the virtual end-of-episode cell) has
+  weight 0 and is never picked;
 * a pick freezes the cell's state, lives, score, length and trajectory pointer
   (the *capture*); results are applied in task order against captures;
 * a visit replaces a cell's entry iff its score is higher, or equal with a
@@ -13,22 +14,44 @@ Semantics (the reference's, DESIGN.md section 2):
   ``seen`` counts once per episode; the chosen cell's chosen_since_new resets
   when the episode found anything new or better.
 
-``apply`` does per episode what the reference does per step, with arrays:
-within one episode trajectory length grows by one each step, so of all the
-visits to a cell the one that ends up stored is the earliest with the highest
-score, and a cell is replaced iff that visit beats the live entry.
+``apply`` does per episode what the reference does per step. Within one
+episode the trajectory grows by one step per step, so of all the visits to a
+cell the one that can end up stored is its best visit (the earliest with the
+highest score), and the cell is replaced iff that visit beats the live entry;
+a new cell is inserted at its first visit, so it keeps ``seen == 1`` iff its
+best visit is its first. The worker has already reduced the episode to best
+visits (:mod:`goexplore.explore`).
+
+Memory (what makes a million cells cheap): keys are packed two 4-bit values a
+byte while every key value is below 16 (the default 9 grey levels), the key
+index is an open-addressing table of int32 ids (no Python object per cell),
+and the compressed states live in one bytes arena addressed by offset and
+length. Selection keeps the weights and their running sum between batches:
+only the weights of cells whose ``seen`` changed are recomputed, and the
+cumulative sum only from the first changed position on — bit-identical to a
+full ``np.cumsum`` (which adds sequentially).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from goexplore.explore import DONE_KEY, EpisodeResult
+from goexplore.errors import CheckpointError
+from goexplore.explore import DONE_KEY, EpisodeResult, ViewDelta
 
-_INT_FIELDS = ("traj_len", "traj_last", "seen", "chosen", "chosen_since_new")
+# name -> dtype of the per-cell arrays (the first ones are the checkpoint format)
+_FIELDS = {
+    "score": np.float64, "traj_len": np.int32, "traj_last": np.int64,
+    "_seen": np.int32, "chosen": np.int32, "chosen_since_new": np.int32,
+    "lives": np.int16, "is_done": np.bool_,
+    "weight": np.float64, "csum": np.float64,      # selection caches
+    "state_off": np.int64, "state_len": np.int32,  # where the state lives in the arena
+}
+_GROW = 1.25
+_COMPACT_AT = 0.10      # compact the state arena when this share of it is garbage
 
 
 class Capture:
-    """Cells frozen at sampling time (one row per pick)."""
+    """Cells frozen at sampling time (one row per pick; Python lists)."""
 
     __slots__ = ("ids", "score", "length", "last", "lives", "states")
 
@@ -38,72 +61,287 @@ class Capture:
 
 
 class Archive:
-    def __init__(self, key_size: int, n_facts: int, capacity: int = 1024):
-        self.key_size, self.n_facts = key_size, n_facts
-        self.n = 0
-        self._alloc(capacity)
-        self.index: dict[bytes, int] = {}
-        self.states: list[bytes] = []
-        self.done_scores: list[float] = []
-        self.rooms: set[int] = set()
-        self.dirty: set[int] = set()       # ids changed since the last delta
-
-    def _alloc(self, cap: int) -> None:
-        old = getattr(self, "score", None)
-        arrays = {
-            "keys": np.zeros((cap, self.key_size), np.uint8),
-            "score": np.zeros(cap, np.float64),
-            "traj_len": np.zeros(cap, np.int64),
-            "traj_last": np.zeros(cap, np.int64),
-            "seen": np.zeros(cap, np.int64),
-            "chosen": np.zeros(cap, np.int64),
-            "chosen_since_new": np.zeros(cap, np.int64),
-            "lives": np.zeros(cap, np.int16),
-            "facts": np.zeros((cap, self.n_facts), np.int16),
-            "is_done": np.zeros(cap, np.bool_),
-        }
-        for name, a in arrays.items():
-            if old is not None:
-                a[:self.n] = getattr(self, name)[:self.n]
-            setattr(self, name, a)
-
+    #: arrays of a checkpoint (each with one row per cell), see :meth:`to_arrays`
     ARRAYS = ("keys", "score", "traj_len", "traj_last", "seen", "chosen",
               "chosen_since_new", "lives", "facts", "is_done")
 
-    # --- cells ---------------------------------------------------------------
+    def __init__(self, key_size: int, n_facts: int, capacity: int = 64):
+        self.key_size, self.n_facts = key_size, n_facts
+        self.n = 0
+        self._nibbles = True             # keys packed two values a byte (until one is >= 16)
+        self._cap = 0
+        self._alloc(max(2, capacity))
+        self._slots = np.full(64, -1, np.int32)
+        self._n_indexed = 0
+        self._done_id = -1
+        self._arena = bytearray()
+        self._garbage = 0
+        self.done_scores: list[float] = []
+        self._rooms: set[int] = set()
+        self._rooms_pending: list[np.ndarray] = []   # rooms of episodes not yet merged
+        self._seen_pending: list[np.ndarray] = []    # seen += 1 not yet applied (see apply)
+        self.dirty: set[int] = set()     # ids whose entry changed since the last view delta
+        self._view_n = 0                 # cells the workers' views know
+        self._touched: list[np.ndarray] = []   # ids whose seen changed (weights to recompute)
+        self._touched_ids: list[int] = []       # ... one at a time
+        self._csum_from = 0              # csum[:_csum_from] is up to date
+
+    # --- storage -----------------------------------------------------------------------
+    @property
+    def _key_width(self) -> int:
+        return (self.key_size + 1) // 2 if self._nibbles else self.key_size
+
+    def _alloc(self, cap: int) -> None:
+        n = self.n
+        for name, dt in _FIELDS.items():
+            a = np.zeros(cap, dt)
+            if self._cap:
+                a[:n] = getattr(self, name)[:n]
+            setattr(self, name, a)
+        f = np.zeros((cap, self.n_facts), np.int16)
+        k = np.zeros((cap, self._key_width), np.uint8)
+        if self._cap:
+            f[:n], k[:n] = self.facts[:n], self._keys[:n]
+        self.facts, self._keys = f, k
+        self._cap = cap
+
+    def _pack(self, key: bytes) -> bytes:
+        if not self._nibbles:
+            return key
+        if len(key) % 2:
+            key += b"\x00"
+        x = int.from_bytes(key, "little")
+        return ((x | (x >> 4)).to_bytes(len(key), "little"))[0::2]
+
+    def _unpack_rows(self, rows: np.ndarray) -> np.ndarray:
+        if not self._nibbles:
+            return rows
+        out = np.empty((len(rows), 2 * rows.shape[1]), np.uint8)
+        out[:, 0::2] = rows & 15
+        out[:, 1::2] = rows >> 4
+        return out[:, :self.key_size]
+
+    def _pack_rows(self, keys: np.ndarray) -> np.ndarray:
+        if not self._nibbles:
+            return keys
+        if keys.shape[1] % 2:
+            keys = np.concatenate([keys, np.zeros((len(keys), 1), np.uint8)], axis=1)
+        return keys[:, 0::2] | (keys[:, 1::2] << 4)
+
+    def _to_bytes_keys(self) -> None:
+        """Leave nibble packing (a key value >= 16 arrived)."""
+        keys = self._unpack_rows(self._keys[:self.n])
+        self._nibbles = False
+        self._keys = np.zeros((self._cap, self.key_size), np.uint8)
+        self._keys[:self.n] = keys
+        self._rebuild_index()
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The keys as [n, key_size] uint8 (the DONE cell's row is zeros)."""
+        return self._unpack_rows(self._keys[:self.n])
+
+    def key_of(self, i: int) -> bytes:
+        if i == self._done_id:
+            return DONE_KEY
+        return self._unpack_rows(self._keys[i:i + 1])[0].tobytes()
+
+    def state(self, i: int) -> bytes:
+        o = int(self.state_off[i])
+        return bytes(self._arena[o:o + int(self.state_len[i])])
+
+    @property
+    def states(self) -> list[bytes]:
+        """Every cell's compressed state (a copy: for tests and tools)."""
+        return [self.state(i) for i in range(self.n)]
+
+    def _store_state(self, i: int, blob: bytes, new: bool) -> None:
+        ln = len(blob)
+        if not new:
+            old = int(self.state_len[i])
+            if ln <= old:                              # fits in place
+                o = int(self.state_off[i])
+                self._arena[o:o + ln] = blob
+                self.state_len[i] = ln
+                self._garbage += old - ln
+                return
+            self._garbage += old
+        self.state_off[i] = len(self._arena)
+        self.state_len[i] = ln
+        self._arena += blob
+        if self._garbage > _COMPACT_AT * len(self._arena) and len(self._arena) > 1 << 16:
+            self._compact()
+
+    def _compact(self) -> None:
+        mv = memoryview(self._arena)
+        offs, lens = self.state_off[:self.n].tolist(), self.state_len[:self.n].tolist()
+        arena = bytearray(b"".join([mv[o:o + ln] for o, ln in zip(offs, lens)]))
+        del mv
+        self._arena = arena
+        ends = np.cumsum(self.state_len[:self.n], dtype=np.int64)
+        self.state_off[:self.n] = ends - self.state_len[:self.n]
+        self._garbage = 0
+
+    def recompress_states(self, old, new) -> None:
+        """Rewrite every state, read with codec ``old``, in codec ``new``'s form."""
+        mv = memoryview(self._arena)
+        blobs = [new.compress(old.decompress(mv[o:o + ln])) for o, ln in
+                 zip(self.state_off[:self.n].tolist(), self.state_len[:self.n].tolist())]
+        del mv
+        lens = np.fromiter(map(len, blobs), np.int64, len(blobs))
+        self.state_len[:self.n] = lens
+        self.state_off[:self.n] = np.cumsum(lens) - lens
+        self._arena = bytearray(b"".join(blobs))
+        self._garbage = 0
+
+    def memory_bytes(self) -> dict[str, int]:
+        """Bytes held (allocated, not only used), by part."""
+        arrays = sum(getattr(self, name).nbytes for name in _FIELDS)
+        return {"arrays": arrays + self.facts.nbytes, "keys": self._keys.nbytes,
+                "index": self._slots.nbytes, "states": self._arena.__sizeof__()}
+
+    # --- the key index (open addressing, linear probing, int32 ids) ---------------------
+    def lookup(self, key: bytes) -> int:
+        """The id of the cell with this key, or -1."""
+        if key == DONE_KEY:
+            return self._done_id
+        if len(key) != self.key_size:
+            return -1
+        if self._nibbles:
+            if max(key) >= 16:          # every stored key value is below 16
+                return -1
+            pk = self._pack(key)
+        else:
+            pk = key
+        slots, keys = self._slots, self._keys
+        mask = len(slots) - 1
+        s = hash(pk) & mask
+        while True:
+            c = int(slots[s])
+            if c < 0:
+                return -1
+            if keys[c].tobytes() == pk:
+                return c
+            s = (s + 1) & mask
+
+    def _index_insert(self, i: int, pk: bytes) -> None:
+        if 2 * (self._n_indexed + 1) > len(self._slots):
+            self._rebuild_index(min_slots=4 * (self._n_indexed + 1))
+            return                                   # the rebuild indexed cell i
+        slots = self._slots
+        mask = len(slots) - 1
+        s = hash(pk) & mask
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = i
+        self._n_indexed += 1
+
+    def _rebuild_index(self, min_slots: int = 0) -> None:
+        """Index every cell 0..n-1 (vectorised rounds of linear probing).
+        Raises ValueError on duplicate keys."""
+        ids = np.flatnonzero(~self.is_done[:self.n])
+        size = 64
+        while size < max(min_slots, 2 * len(ids) + 2):
+            size *= 2
+        slots = np.full(size, -1, np.int32)
+        w = self._keys.shape[1]
+        block = self._keys[:self.n].tobytes()
+        hashes = np.fromiter((hash(block[i * w:(i + 1) * w]) for i in ids.tolist()),
+                             np.int64, len(ids))
+        if len(np.unique(hashes)) != len(hashes):
+            rows = self._keys[ids]
+            if len(np.unique(rows.view(np.dtype((np.void, w))).ravel())) != len(ids):
+                raise ValueError("duplicate cell keys")
+        pending, pos = ids.astype(np.int32), hashes & (size - 1)
+        while len(pending):
+            free = np.flatnonzero(slots[pos] < 0)
+            u, first = np.unique(pos[free], return_index=True)
+            slots[u] = pending[free[first]]
+            placed = np.zeros(len(pending), np.bool_)
+            placed[free[first]] = True
+            pending, pos = pending[~placed], (pos[~placed] + 1) & (size - 1)
+        self._slots = slots
+        self._n_indexed = len(ids)
+
+    # --- cells -------------------------------------------------------------------------
     def add(self, key: bytes, state: bytes, score: float, length: int, last: int,
             lives: int, facts) -> int:
-        if self.n == len(self.score):
-            self._alloc(2 * self.n)
+        if self.n == self._cap:
+            self._alloc(int(self._cap * _GROW) + 1)
         i = self.n
         self.n += 1
-        self.index[key] = i
         if key == DONE_KEY:
+            if self._done_id >= 0:
+                raise ValueError("the archive already has a DONE cell")
+            self._done_id = i
             self.is_done[i] = True
         else:
-            self.keys[i] = np.frombuffer(key, np.uint8)
-        self.states.append(state)
-        self._set(i, state, score, length, last, lives, facts)
-        self.seen[i] = self.chosen[i] = self.chosen_since_new[i] = 0
-        return i
-
-    def _set(self, i, state, score, length, last, lives, facts) -> None:
-        self.states[i] = state
+            if len(key) != self.key_size:
+                raise ValueError(f"cell key of {len(key)} bytes, expected {self.key_size}")
+            if self._nibbles and max(key) >= 16:
+                self._to_bytes_keys()
+            pk = self._pack(key)
+            self._keys[i] = np.frombuffer(pk, np.uint8)
+            self._index_insert(i, pk)
+        self._store_state(i, state, new=True)
         self.score[i], self.traj_len[i], self.traj_last[i] = score, length, last
         self.lives[i] = lives
         self.facts[i] = facts
+        self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = 0
         self.dirty.add(i)
+        self._touched_ids.append(i)
+        return i
 
-    def key_of(self, i: int) -> bytes:
-        return DONE_KEY if self.is_done[i] else self.keys[i].tobytes()
+    def _replace(self, i, state, score, length, last, lives, facts) -> None:
+        if self._seen_pending:
+            self._flush_seen()
+        self._store_state(i, state, new=False)
+        self.score[i], self.traj_len[i], self.traj_last[i] = score, length, last
+        self.lives[i] = lives
+        self.facts[i] = facts
+        self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = 0
+        self.dirty.add(i)
+        self._touched_ids.append(i)
+
+    @property
+    def seen(self) -> np.ndarray:
+        """Per-cell visit counts (episodes since the entry was last set)."""
+        if self._seen_pending:
+            self._flush_seen()
+        return self._seen
+
+    def _flush_seen(self) -> None:
+        p = self._seen_pending
+        ids = p[0] if len(p) == 1 else np.concatenate(p)
+        np.add.at(self._seen, ids, 1)
+        self._touched.append(ids)
+        p.clear()
+
+    @property
+    def rooms(self) -> set[int]:
+        """Rooms (``facts[0]``) seen by any step."""
+        if self._rooms_pending:
+            self._rooms.update(np.unique(np.concatenate(self._rooms_pending)).tolist())
+            self._rooms_pending.clear()
+        return self._rooms
+
+    @rooms.setter
+    def rooms(self, value) -> None:
+        self._rooms_pending.clear()
+        self._rooms = set(value)
+
+    @property
+    def index(self) -> dict[bytes, int]:
+        """key -> id of every cell (a copy: for tests and tools)."""
+        return {self.key_of(i): i for i in range(self.n)}
 
     @property
     def done_id(self) -> int:
-        return self.index.get(DONE_KEY, -1)
+        return self._done_id
 
     @property
     def best_done_score(self) -> float | None:
-        d = self.done_id
+        d = self._done_id
         return float(self.score[d]) if d >= 0 else None
 
     @property
@@ -117,89 +355,174 @@ class Archive:
         order = np.lexsort((live, self.traj_len[live], -self.score[live]))
         return int(live[order[0]])
 
-    # --- selection -------------------------------------------------------------
+    # --- selection ---------------------------------------------------------------------
+    def _weights(self) -> np.ndarray:
+        """The cumulative weights of cells 0..n-1, brought up to date."""
+        n = self.n
+        if self._seen_pending:
+            self._flush_seen()
+        if self._touched or self._touched_ids:
+            self._touched.append(np.array(self._touched_ids, np.int64))
+            ids = np.unique(np.concatenate(self._touched))
+            self._touched.clear()
+            self._touched_ids.clear()
+            w = 1.0 / np.sqrt(self._seen[ids] + 1.0)
+            w[self.is_done[ids]] = 0.0
+            self.weight[ids] = w
+            self._csum_from = min(self._csum_from, int(ids[0]))
+        p = self._csum_from
+        if p < n:
+            csum = self.csum
+            if p == 0:
+                np.cumsum(self.weight[:n], out=csum[:n])
+            else:   # continue the sequential sum: csum[p] = csum[p-1] + w[p], ...
+                tail = self.weight[p:n].copy()
+                tail[0] = csum[p - 1] + tail[0]
+                np.cumsum(tail, out=csum[p:n])
+            self._csum_from = n
+        return self.csum[:n]
+
     def sample(self, n: int, rng: np.random.Generator) -> Capture:
-        w = 1.0 / np.sqrt(self.seen[:self.n] + 1.0)
-        w[self.is_done[:self.n]] = 0.0
-        csum = np.cumsum(w)
+        csum = self._weights()
         u = rng.random(n) * csum[-1]
         ids = np.minimum(np.searchsorted(csum, u), self.n - 1)
         np.add.at(self.chosen, ids, 1)
         np.add.at(self.chosen_since_new, ids, 1)
-        return Capture(ids, self.score[ids].copy(), self.traj_len[ids].copy(),
-                       self.traj_last[ids].copy(), self.lives[ids].copy(),
-                       [self.states[i] for i in ids])
+        picks = ids.tolist()
+        return Capture(picks, self.score[ids].tolist(), self.traj_len[ids].tolist(),
+                       self.traj_last[ids].tolist(), self.lives[ids].tolist(),
+                       [self.state(i) for i in picks])
 
-    # --- the accept rule -----------------------------------------------------------
+    # --- the accept rule -----------------------------------------------------------------
     def apply(self, chosen: int, score0: float, len0: int, last0: int,
               res: EpisodeResult, first_entry: int) -> bool:
         """Apply one exploration episode (whose steps were appended to the
         experience log from ``first_entry``). Returns whether it found anything."""
-        n = res.n
-        if n == 0:
+        if res.n == 0:
             return False
-        scores = np.cumsum(np.concatenate(([score0], res.rewards)))[1:]
-        wids = res.ids                      # ids as the worker saw them
-        ids = wids.copy()
+        # cells visited whose best visit does not beat the view: seen += 1, deferred
+        # (increments commute; they are applied before any entry is reset, and before
+        # anything reads seen)
+        if len(res.seen_ids):
+            self._seen_pending.append(res.seen_ids)
+        if res.done:
+            self.done_scores.append(res.final_score)
+        self._rooms_pending.append(res.rooms)
+        if len(self._rooms_pending) > 512:
+            self.rooms                           # merge (bounds what is held)
+        if not len(res.cand_ids):
+            return False
+        if self._seen_pending:
+            self._flush_seen()
         found = False
-        # keys the worker did not know may have been added by an earlier task
-        for j, key in enumerate(res.new_keys):
-            cid = self.index.get(key)
-            if cid is not None:
-                ids[wids == -1 - j] = cid
-        uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
-        wid = wids[first]                   # to find the worker's state snapshots
-        best = np.full(len(uniq), -np.inf)
-        np.maximum.at(best, inv, scores)
-        at_best = scores == best[inv]
-        best_t = np.full(len(uniq), n)
-        np.minimum.at(best_t, inv[at_best], np.flatnonzero(at_best))
-        # new cells, inserted in order of first visit (as the reference does)
-        for u in np.argsort(first, kind="stable").tolist():
-            cid = int(uniq[u])
-            if cid >= 0:
-                continue
-            t = int(best_t[u])
-            i = self.add(res.new_keys[-1 - cid], self._snap(res, cid, t), float(scores[t]),
-                         len0 + t + 1, first_entry + t, int(res.lives[t]), res.facts[t])
-            self.seen[i] = 1 if t == first[u] else 0
-            found = True
-        old = uniq >= 0
-        if old.any():
-            cids, t = uniq[old], best_t[old]
-            s, L = scores[t], len0 + t + 1
-            live_s, live_L = self.score[cids], self.traj_len[cids]
-            better = (s > live_s) | ((s == live_s) & (L < live_L))
-            self.seen[cids[~better]] += 1
-            for cid, w, tt in zip(cids[better].tolist(), wid[old][better].tolist(),
-                                  t[better].tolist()):
-                self._set(cid, self._snap(res, w, tt), float(scores[tt]), len0 + tt + 1,
-                          first_entry + tt, int(res.lives[tt]), res.facts[tt])
-            up = cids[better]
-            self.seen[up] = self.chosen[up] = self.chosen_since_new[up] = 0
-            found = found or bool(better.any())
+        for c, (cid, t, s) in enumerate(zip(res.cand_ids.tolist(), res.cand_t.tolist(),
+                                           res.cand_score.tolist())):
+            length = len0 + t + 1
+            if cid < 0:
+                key = res.new_keys[-1 - cid]
+                cid = self.lookup(key)
+                if cid < 0:                      # new: inserted in first-visit order
+                    i = self.add(key, res.cand_states[c], s, length, first_entry + t,
+                                 int(res.cand_lives[c]), res.cand_facts[c])
+                    self._seen[i] = 1 if res.cand_first[c] else 0
+                    found = True
+                    continue
+            live_s = self.score[cid]       # (add may have grown the arrays: no aliases)
+            if s > live_s or (s == live_s and length < self.traj_len[cid]):
+                self._replace(cid, res.cand_states[c], s, length, first_entry + t,
+                              int(res.cand_lives[c]), res.cand_facts[c])
+                found = True
+            else:
+                self._seen[cid] += 1
+                self._touched_ids.append(cid)
         if found:
             self.chosen_since_new[chosen] = 0
-        if res.done:
-            self.done_scores.append(float(scores[-1]))
-        self.rooms.update(np.unique(res.facts[:, 0]).tolist())
         return found
 
-    @staticmethod
-    def _snap(res: EpisodeResult, cid: int, t: int) -> bytes:
-        snap = res.snaps.get(cid)
-        if snap is None or snap[0] != t:
-            raise RuntimeError(f"internal error: worker sent no state for cell {cid} at step {t} "
-                               f"(has {None if snap is None else snap[0]})")
-        return snap[1]
+    # --- worker views ----------------------------------------------------------------------
+    def _view(self, start: int, ids: np.ndarray) -> ViewDelta:
+        keys = self._unpack_rows(self._keys[start:self.n])
+        done_pos = self._done_id - start if self._done_id >= start else -1
+        return ViewDelta(start, keys, done_pos, ids, self.score[ids], self.traj_len[ids])
 
-    # --- worker views ----------------------------------------------------------------
-    def take_delta(self) -> list[tuple[bytes, int, float, int]]:
-        """(key, id, score, length) of every cell changed since the last call."""
-        ids = sorted(self.dirty)
+    def take_delta(self) -> ViewDelta:
+        """The cells added or changed since the last delta (or :meth:`views_synced`)."""
+        ids = np.fromiter(self.dirty, np.int64, len(self.dirty))
+        ids.sort()
         self.dirty.clear()
-        return [(self.key_of(i), i, float(self.score[i]), int(self.traj_len[i])) for i in ids]
+        d = self._view(self._view_n, ids)
+        self._view_n = self.n
+        return d
 
-    def full_view(self) -> list[tuple[bytes, int, float, int]]:
-        return [(self.key_of(i), i, float(self.score[i]), int(self.traj_len[i]))
-                for i in range(self.n)]
+    def full_view(self) -> ViewDelta:
+        return self._view(0, np.arange(self.n, dtype=np.int64))
+
+    def views_synced(self) -> None:
+        """The workers' views were just built from :meth:`full_view`."""
+        self.dirty.clear()
+        self._view_n = self.n
+
+    # --- checkpoints -------------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The checkpoint arrays (:attr:`ARRAYS`, one row per cell; keys unpacked)."""
+        n = self.n
+        out = {name: getattr(self, name)[:n] for name in self.ARRAYS
+               if name not in ("keys", "facts")}
+        out["traj_len"] = out["traj_len"].astype(np.int64)
+        out["keys"] = self.keys
+        out["facts"] = self.facts[:n]
+        return out
+
+    def state_blobs(self) -> list[memoryview]:
+        """Every cell's state, as views into the arena (release them before adding)."""
+        mv = memoryview(self._arena)
+        return [mv[o:o + ln] for o, ln in zip(self.state_off[:self.n].tolist(),
+                                               self.state_len[:self.n].tolist())]
+
+    @classmethod
+    def from_arrays(cls, key_size: int, n_facts: int, arrays: dict[str, np.ndarray],
+                    states: list[bytes], where: str = "checkpoint") -> "Archive":
+        """An archive from checkpoint arrays; CheckpointError if they do not fit."""
+        try:
+            n = len(arrays["score"])
+        except (KeyError, TypeError):
+            raise CheckpointError(f"{where}: no array 'score'") from None
+        want = {"keys": (n, key_size), "facts": (n, n_facts)}
+        for name in cls.ARRAYS:
+            arr = arrays.get(name)
+            shape = want.get(name, (n,))
+            if arr is None or arr.shape != shape:
+                raise CheckpointError(f"{where}: array {name!r} has shape "
+                                      f"{None if arr is None else arr.shape}, expected {shape}")
+        if len(states) != n:
+            raise CheckpointError(f"{where}: {len(states)} states for {n} cells")
+        a = cls(key_size, n_facts, capacity=max(64, n))
+        a.n = n
+        for name in cls.ARRAYS:
+            if name not in ("keys", "facts"):
+                getattr(a, name)[:n] = arrays[name]
+        a.facts[:n] = arrays["facts"]
+        done = np.flatnonzero(a.is_done[:n])
+        if len(done) > 1:
+            raise CheckpointError(f"{where}: {len(done)} DONE cells")
+        a._done_id = int(done[0]) if len(done) else -1
+        keys = np.asarray(arrays["keys"], np.uint8)
+        if a._nibbles and n and int(keys.max()) >= 16:
+            a._nibbles = False
+            a._keys = np.zeros((a._cap, key_size), np.uint8)
+        a._keys[:n] = a._pack_rows(keys)
+        if a._done_id >= 0:
+            a._keys[a._done_id] = 0
+        lens = np.fromiter(map(len, states), np.int64, n)
+        a.state_len[:n] = lens
+        a.state_off[:n] = np.cumsum(lens) - lens
+        a._arena = bytearray(b"".join(states))
+        try:
+            a._rebuild_index()
+        except ValueError:
+            raise CheckpointError(f"{where}: duplicate cell keys") from None
+        a.weight[:n] = 1.0 / np.sqrt(a.seen[:n] + 1.0)
+        a.weight[:n][a.is_done[:n]] = 0.0
+        a._csum_from = 0
+        a._view_n = n
+        return a

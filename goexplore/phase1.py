@@ -17,7 +17,7 @@ import numpy as np
 
 from goexplore.archive import Archive
 from goexplore.backends import WorkerSpec, make_backend
-from goexplore.codec import StateCodec
+from goexplore.codec import MAX_SAMPLES, TRAIN_AT, StateCodec, train_model
 from goexplore.config import Config
 from goexplore.demos import verify_cell
 from goexplore.envs import make_env
@@ -41,6 +41,7 @@ class Progress:
     max_score: float
     steps_per_s: float
     since_ckpt_s: float | None
+    logged: bool = True      # a metrics row was written at this batch (else an in-between update)
 
 
 class Phase1:
@@ -55,12 +56,14 @@ class Phase1:
         self.archive = Archive(self.cells.key_size, len(self.fact_names))
         self.explog = ExperienceLog(run_dir.explog_dir if run_dir else None, cfg.explog_chunk)
         self.codec = StateCodec()
+        self.codec_level = 0           # state-model trainings done (see codec.TRAIN_AT)
         self.rng = np.random.default_rng(cfg.seed)
         self.frames = 0
         self.batch = 0
         self.last_ckpt_frames = 0
         self.last_ckpt_time: float | None = None
         self.bytes_received = 0
+        self.backend_counters: dict[str, float] = {}   # summed over runs (see goexplore.bench)
 
     # --- start --------------------------------------------------------------------
     def seed_root(self) -> None:
@@ -79,14 +82,18 @@ class Phase1:
         cfg, archive, explog, rng = self.cfg, self.archive, self.explog, self.rng
         backend = make_backend(self.spec, cfg.n_workers)
         backend.start(archive.full_view(), self.codec.dictionary, view_fn=archive.full_view)
-        archive.dirty.clear()
+        archive.views_synced()
         t0, f0 = time.perf_counter(), self.frames
         try:
             while self.frames < cfg.total_frames:
                 if should_stop():
                     return False
+                if self.codec_level < len(TRAIN_AT) and archive.n >= TRAIN_AT[self.codec_level]:
+                    self.train_codec(backend)
                 cap = archive.sample(cfg.batch_cells, rng)
-                seeds = [int(rng.integers(2**31)) for _ in range(cfg.batch_cells)]
+                # one draw per task; the same numbers and generator state as one call
+                # per task (tests/test_archive.py checks it), at 1/20 of the cost
+                seeds = rng.integers(2**31, size=cfg.batch_cells).tolist()
                 tasks = [Task(i, cap.states[i], int(cap.lives[i]), float(cap.score[i]),
                               int(cap.length[i]), seeds[i], cfg.explore_steps)
                          for i in range(cfg.batch_cells)]
@@ -98,24 +105,46 @@ class Phase1:
                                   int(cap.last[i]), res, first)
                     self.frames += res.n
                 self.batch += 1
-                if self.batch % cfg.log_every_batches == 0:
+                logged = self.batch % cfg.log_every_batches == 0
+                if logged or on_progress:
                     rate = (self.frames - f0) / max(time.perf_counter() - t0, 1e-9)
-                    self.log_metrics(rate)
-                    if on_progress:
-                        on_progress(self.progress(rate))
+                    if logged:
+                        self.log_metrics(rate)
+                    if on_progress:  # every batch: live displays refresh, logs print when logged
+                        on_progress(self.progress(rate, logged))
                 if (cfg.ckpt_every and self.run_dir
                         and self.frames - self.last_ckpt_frames >= cfg.ckpt_every):
                     self.checkpoint()
         finally:
             self.bytes_received += backend.bytes_received
+            for k in ("bytes_sent", "messages", "between_batches_s", "tail_idle_s"):
+                self.backend_counters[k] = self.backend_counters.get(k, 0) + getattr(backend, k, 0)
             backend.close()
         return True
 
-    def progress(self, rate: float) -> Progress:
+    def train_codec(self, backend=None) -> None:
+        """(Re)train the state model on states spread over the archive
+        (deterministic: the same archive gives the same model), recompress the
+        archive with it and hand it to the workers. At a batch boundary."""
+        a = self.archive
+        while self.codec_level < len(TRAIN_AT) and a.n >= TRAIN_AT[self.codec_level]:
+            self.codec_level += 1
+        ids = np.linspace(0, a.n - 1, min(a.n, MAX_SAMPLES)).astype(np.int64)
+        model = train_model([self.codec.decompress(a.state(i)) for i in ids.tolist()],
+                            generation=self.codec_level)
+        if model is None:                      # no model helps (tiny states): never again
+            self.codec_level = len(TRAIN_AT)
+            return
+        old, self.codec = self.codec, StateCodec(model)
+        a.recompress_states(old, self.codec)
+        if backend is not None:
+            backend.set_codec(model)
+
+    def progress(self, rate: float, logged: bool = True) -> Progress:
         a = self.archive
         since = None if self.last_ckpt_time is None else time.time() - self.last_ckpt_time
         return Progress(self.frames, self.cfg.total_frames, self.batch, a.n, len(a.rooms),
-                        a.best_done_score, a.max_archive_score, rate, since)
+                        a.best_done_score, a.max_archive_score, rate, since, logged)
 
     def log_metrics(self, steps_per_s: float) -> None:
         a = self.archive
@@ -132,18 +161,19 @@ class Phase1:
     def checkpoint(self) -> Path:
         a, e = self.archive, self.explog
         n = a.n
-        arrays = {name: getattr(a, name)[:n] for name in Archive.ARRAYS}
+        arrays = a.to_arrays()
         meta = {
             "frames": self.frames, "batch": self.batch, "config": self.cfg.to_json(),
             "rng": self.rng.bit_generator.state, "n_cells": n,
             "done_scores": a.done_scores, "rooms": sorted(a.rooms),
-            "explog": {"count": e.count, "n_flushed": e.n_flushed, "chunk_size": e.chunk_size},
+            "explog": e.meta(),    # count, n_flushed, chunk_size, chunk_sha256
             "codec_dictionary": None if self.codec.dictionary is None else self.codec.dictionary.hex(),
+            "codec_level": self.codec_level,
             "best_done_score": a.best_done_score, "max_archive_score": a.max_archive_score,
         }
         prev_best = self._best_ckpt_score()
         best = a.best_done_score is not None and (prev_best is None or a.best_done_score > prev_best)
-        path = self.run_dir.write_checkpoint(self.frames, meta, arrays, a.states[:n],
+        path = self.run_dir.write_checkpoint(self.frames, meta, arrays, a.state_blobs(),
                                              e.tail_arrays(), best=best)
         n_ckpt = len(self.run_dir.checkpoints())
         if n_ckpt % 5 == 1:
@@ -168,28 +198,18 @@ class Phase1:
         try:
             saved = Config.from_json(meta["config"])
             n = int(meta["n_cells"])
-            a = self.archive
-            a._alloc(max(1024, n))
-            a.n = n
-            for name in Archive.ARRAYS:
-                arr = arrays[name]
-                dst = getattr(a, name)
-                if arr.shape[0] != n or arr.shape[1:] != dst.shape[1:]:
-                    raise CheckpointError(f"{ckpt / 'archive.npz'}: array {name!r} has shape "
-                                          f"{arr.shape}, expected ({n}, ...)")
-                dst[:n] = arr
-            if len(states) != n:
-                raise CheckpointError(f"{ckpt / 'states.bin'}: {len(states)} states for {n} cells")
-            a.states = states
-            a.index = {a.key_of(i): i for i in range(n)}
-            if len(a.index) != n:
-                raise CheckpointError(f"{ckpt / 'archive.npz'}: duplicate cell keys")
+            if len(arrays.get("score", ())) != n:
+                raise CheckpointError(f"{ckpt / 'archive.npz'}: holds {len(arrays.get('score', ()))} "
+                                      f"cells, meta.json says {n}")
+            a = self.archive = Archive.from_arrays(self.cells.key_size, len(self.fact_names),
+                                                   arrays, states, where=str(ckpt / "archive.npz"))
             a.done_scores = [float(x) for x in meta["done_scores"]]
             a.rooms = {int(x) for x in meta["rooms"]}
             self.frames, self.batch = int(meta["frames"]), int(meta["batch"])
             self.rng.bit_generator.state = meta["rng"]
             d = meta.get("codec_dictionary")
             self.codec = StateCodec(bytes.fromhex(d) if d else None)
+            self.codec_level = int(meta.get("codec_level", 0 if d is None else 1))
             ex = meta["explog"]
             if ex["chunk_size"] != self.explog.chunk_size:
                 raise CheckpointError(f"{ckpt}: experience-log chunk size {ex['chunk_size']} "
@@ -202,9 +222,9 @@ class Phase1:
         if self.run_dir is not None:
             src_explog = ckpt.parent.parent / "explog"
             if src_explog.resolve() != self.run_dir.explog_dir.resolve():
-                adopt_chunks(src_explog, self.run_dir.explog_dir, ex["n_flushed"])
-        self.explog.restore(ex["count"], ex["n_flushed"], tail)
-        a.dirty.clear()
+                adopt_chunks(src_explog, self.run_dir.explog_dir, ex["n_flushed"],
+                             ex.get("chunk_sha256"))
+        self.explog.restore(ex["count"], ex["n_flushed"], tail, ex.get("chunk_sha256"))
         self.last_ckpt_frames = self.frames
 
     # --- results ------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from goexplore.backends.worker import Worker, WorkerSpec
-from goexplore.explore import EpisodeResult, Task
+from goexplore.explore import EpisodeResult, Task, ViewDelta
 
 
 class InlineBackend:
@@ -14,15 +14,17 @@ class InlineBackend:
     def __init__(self, spec: WorkerSpec):
         self.worker = Worker(spec)
         self.bytes_received = 0   # nothing crosses a process boundary
+        self.bytes_sent = 0
+        self.messages = 0
 
-    def start(self, full_view, dictionary: bytes | None = None, view_fn=None) -> None:
+    def start(self, full_view: ViewDelta, dictionary: bytes | None = None, view_fn=None) -> None:
         self.worker.view.apply(full_view)
         self.worker.set_codec(dictionary)
 
     def set_codec(self, dictionary: bytes | None) -> None:
         self.worker.set_codec(dictionary)
 
-    def run_batch(self, delta, tasks: list[Task]) -> Iterator[EpisodeResult]:
+    def run_batch(self, delta: ViewDelta, tasks: list[Task]) -> Iterator[EpisodeResult]:
         self.worker.view.apply(delta)
         for task in tasks:
             yield self.worker.run(task)

@@ -1,10 +1,14 @@
 """Worker processes on one machine.
 
-The master sends each worker the archive delta at the start of every batch,
-then hands out tasks one at a time, keeping ``INFLIGHT`` tasks queued per
-worker so no core waits on the master. Results come back as compact
-zstd-compressed byte strings and are yielded strictly in task order, so the
-master applies them exactly as the reference does whatever finishes first.
+Every message is a byte string (no pickle on the hot path). The master sends
+each worker the archive delta at the start of every batch, then hands out
+tasks in chunks: guided scheduling (chunks of about remaining / 2W tasks, at
+most ``MAX_CHUNK``), with a second chunk queued behind the current one while
+much is left, so no worker waits on the master, and one task at a time at the
+end, so the batch's tail is short. A worker answers a chunk with one message
+holding its results; the master wakes once per chunk, not per episode, and
+yields results strictly in task order, so they are applied exactly as the
+reference does whatever finishes first.
 
 A worker that dies (killed by the OOM killer, say) is replaced: the new one
 gets the current archive view and re-runs the dead one's tasks from their own
@@ -14,24 +18,30 @@ traceback, which is re-raised in the master as :class:`WorkerError`.
 from __future__ import annotations
 
 import json
+import time
 import multiprocessing as mp
+import select
 import traceback
 from collections import deque
 from collections.abc import Iterator
 from multiprocessing.connection import wait
 
-import zstandard as zstd
-
+from goexplore import testhooks
 from goexplore.backends.worker import Worker, WorkerSpec
 from goexplore.errors import WorkerError
-from goexplore.explore import EpisodeResult, Task
+from goexplore.explore import EpisodeResult, Task, ViewDelta, decode_results
 
-INFLIGHT = 2
 MAX_RESPAWNS = 32
+MAX_CHUNK = 12                 # tasks per message ...
+MAX_CHUNK_BYTES = 32 * 1024    # ... and bytes: a queued chunk never blocks the master
+
+# message kinds (first byte)
+_VIEW, _CODEC, _TASKS, _STOP = b"V", b"C", b"T", b"S"
+_RESULT, _ERROR = b"R", b"E"
 
 
 def _error(index: int) -> bytes:
-    return b"E" + json.dumps([index, traceback.format_exc()]).encode()
+    return _ERROR + json.dumps([index, traceback.format_exc()]).encode()
 
 
 def _worker_main(conn, spec: WorkerSpec) -> None:
@@ -39,29 +49,33 @@ def _worker_main(conn, spec: WorkerSpec) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the master handles Ctrl-C
     try:
         worker = Worker(spec)
-        cctx = zstd.ZstdCompressor(level=1)
     except BaseException:
         conn.send_bytes(_error(-1))
         return
     while True:
         try:
-            msg = conn.recv()
+            msg = conn.recv_bytes()
         except EOFError:
             return
-        kind = msg[0]
+        kind = msg[:1]
+        index = -1
         try:
-            if kind == "task":
-                res = worker.run(msg[1])
-                conn.send_bytes(cctx.compress(res.encode()))
-            elif kind == "view":
-                worker.view.apply(msg[1])
-            elif kind == "codec":
-                worker.set_codec(msg[1])
-            elif kind == "stop":
+            if kind == _TASKS:
+                out = []
+                for task in Task.decode_many(msg, 1):
+                    index = task.index
+                    testhooks.hit("task")          # fault injection for tests; off by default
+                    out.append(worker.run_raw(task))
+                conn.send_bytes(_RESULT + worker.encode(out))
+            elif kind == _VIEW:
+                worker.view.apply(ViewDelta.decode(memoryview(msg)[1:]))
+            elif kind == _CODEC:
+                worker.set_codec(msg[1:] or None)
+            elif kind == _STOP:
                 worker.close()
                 return
         except BaseException:
-            conn.send_bytes(_error(msg[1].index if kind == "task" else -1))
+            conn.send_bytes(_error(index))
             return
 
 
@@ -71,68 +85,112 @@ class _Proc:
         self.proc = ctx.Process(target=_worker_main, args=(child, spec), daemon=True)
         self.proc.start()
         child.close()
+        self.fd = self.conn.fileno()
         self.tasks: deque[Task] = deque()   # sent, not yet answered
+        self.chunks: deque[int] = deque()   # sizes of the chunks sent, not yet answered
+
+    def send(self, msg: bytes) -> None:
+        """Send to a worker that may have died: its death shows in its sentinel."""
+        try:
+            self.conn.send_bytes(msg)
+        except OSError:       # BrokenPipeError, ConnectionResetError
+            pass
 
 
 class ProcessBackend:
     def __init__(self, spec: WorkerSpec, n_workers: int):
         self.spec, self.n_workers = spec, n_workers
         self._ctx = mp.get_context("spawn")
-        self._dctx = zstd.ZstdDecompressor()
         self.procs: list[_Proc] = []
-        self.bytes_received = 0
+        self.bytes_received = 0      # worker -> master, all results
+        self.bytes_sent = 0          # master -> workers: views, tasks
+        self.messages = 0
+        # where workers wait (seconds): between batches (all of them; the master samples,
+        # applies the last results, sends views), and at a batch's tail (one has nothing left)
+        self.between_batches_s = 0.0
+        self.tail_idle_s = 0.0
+        self._all_in = None
         self.respawns = 0
+        self._deaths_in_a_row = 0
         self._dictionary = None
         self._view_fn = None
 
-    def start(self, full_view, dictionary: bytes | None = None, view_fn=None) -> None:
+    def start(self, full_view: ViewDelta, dictionary: bytes | None = None, view_fn=None) -> None:
         """``view_fn()`` gives the master's current view (for replacements)."""
         self._dictionary, self._view_fn = dictionary, view_fn
         self.procs = [self._spawn(full_view) for _ in range(self.n_workers)]
 
-    def _spawn(self, view) -> _Proc:
+    def _spawn(self, view: ViewDelta) -> _Proc:
         p = _Proc(self._ctx, self.spec)
-        p.conn.send(("view", view))
+        p.send(_VIEW + view.encode())
         if self._dictionary is not None:
-            p.conn.send(("codec", self._dictionary))
+            p.send(_CODEC + self._dictionary)
         return p
 
     def set_codec(self, dictionary: bytes | None) -> None:
         self._dictionary = dictionary
         for p in self.procs:
-            p.conn.send(("codec", dictionary))
+            p.send(_CODEC + (dictionary or b""))  # a dead worker's replacement gets it at spawn
 
-    def run_batch(self, delta, tasks: list[Task]) -> Iterator[EpisodeResult]:
+    def run_batch(self, delta: ViewDelta, tasks: list[Task]) -> Iterator[EpisodeResult]:
+        if self._all_in is not None:
+            self.between_batches_s += time.perf_counter() - self._all_in
+            self._all_in = None
+        msg = _VIEW + delta.encode()
         for p in self.procs:
-            p.conn.send(("view", delta))
+            p.send(msg)    # a dead worker is found below; its replacement gets the current view
+            self.bytes_sent += len(msg)
         todo = deque(tasks)
+        idle_since: dict[_Proc, float] = {}
         done: dict[int, EpisodeResult] = {}
         nxt = 0
+        n_workers = self.n_workers
 
         def feed(p: _Proc) -> None:
-            while todo and len(p.tasks) < INFLIGHT:
-                t = todo.popleft()
-                p.conn.send(("task", t))
-                p.tasks.append(t)
+            # guided chunks; a second one queued behind the current one while much is
+            # left (no worker waits on the master), only one near the end (short tail)
+            limit = 2 if len(todo) >= 8 * n_workers else 1
+            while todo and len(p.chunks) < limit:
+                k = max(1, min(MAX_CHUNK, len(todo) // (2 * n_workers)))
+                parts, size = [_TASKS], 1
+                while todo and len(parts) <= k:
+                    b = todo[0].encode()
+                    if len(parts) > 1 and size + len(b) > MAX_CHUNK_BYTES:
+                        break
+                    p.tasks.append(todo.popleft())   # re-run by the replacement if p is dead
+                    parts.append(b)
+                    size += len(b)
+                p.chunks.append(len(parts) - 1)
+                p.send(b"".join(parts))
+                self.bytes_sent += size
 
         for p in self.procs:
             feed(p)
+        poller, by_fd = self._poller()
         while nxt < len(tasks):
             if nxt in done:
                 yield done.pop(nxt)
                 nxt += 1
                 continue
-            by_conn = {p.conn: p for p in self.procs}
-            by_sentinel = {p.proc.sentinel: p for p in self.procs}
-            for ready in wait(list(by_conn) + list(by_sentinel)):
-                p = by_conn.get(ready) or by_sentinel[ready]
-                if p.proc.is_alive() and p.conn.poll():
+            replaced = False
+            for fd, _ in poller.poll():
+                p = by_fd.get(fd)
+                if p is None or p not in self.procs:
+                    continue
+                if fd == p.fd:          # a message (or the end of a dead worker's pipe)
                     try:
                         self._receive(p, done)
                         feed(p)
+                        if not p.tasks:
+                            now = idle_since[p] = time.perf_counter()
+                            if len(idle_since) == len(self.procs):      # all answered
+                                self._all_in = now
+                                self.tail_idle_s += sum(now - t for t in idle_since.values())
                         continue
                     except (EOFError, OSError):
                         p.proc.join(timeout=5)
+                elif p.proc.is_alive():
+                    continue
                 # the worker ended (or its pipe broke): keep what it sent, replace it
                 try:
                     while p.tasks and p.conn.poll():
@@ -141,25 +199,39 @@ class ProcessBackend:
                     pass
                 self._replace(p, todo)
                 feed(self.procs[-1])
-                break  # the lists of connections changed
+                replaced = True
+                break
+            if replaced:  # the connections changed
+                poller, by_fd = self._poller()
+
+    def _poller(self):
+        poller, by_fd = select.poll(), {}
+        for p in self.procs:
+            for fd in (p.fd, p.proc.sentinel):
+                poller.register(fd, select.POLLIN)
+                by_fd[fd] = p
+        return poller, by_fd
 
     def _receive(self, p: _Proc, done: dict) -> None:
         msg = p.conn.recv_bytes()
-        if msg[:1] == b"E":
+        if msg[:1] == _ERROR:
             idx, tb = json.loads(msg[1:])
             self.close()
             raise WorkerError(f"worker failed on task {idx}:\n{tb}")
         self.bytes_received += len(msg)
-        res = EpisodeResult.decode(self._dctx.decompress(msg))
-        expected = p.tasks.popleft()
-        if res.index != expected.index:
-            raise RuntimeError(f"internal error: task {res.index} answered, {expected.index} expected")
-        done[res.index] = res
+        self.messages += 1
+        for res in decode_results(memoryview(msg)[1:]):
+            expected = p.tasks.popleft()
+            if res.index != expected.index:
+                raise RuntimeError(f"internal error: task {res.index} answered, "
+                                   f"{expected.index} expected")
+            done[res.index] = res
+        p.chunks.popleft()
         self._deaths_in_a_row = 0
 
     def _replace(self, p: _Proc, todo: deque) -> None:
         self.respawns += 1
-        self._deaths_in_a_row = getattr(self, "_deaths_in_a_row", 0) + 1
+        self._deaths_in_a_row += 1
         if self.respawns > MAX_RESPAWNS or self._deaths_in_a_row > 3:
             self.close()
             raise WorkerError(f"workers died {self.respawns} times (exit code {p.proc.exitcode}); "
@@ -171,13 +243,11 @@ class ProcessBackend:
 
     def close(self) -> None:
         for p in self.procs:
-            try:
-                p.conn.send(("stop",))
-            except (OSError, BrokenPipeError):
-                pass
+            p.send(_STOP)
         for p in self.procs:
             p.proc.join(timeout=5)
             if p.proc.is_alive():
                 p.proc.kill()
                 p.proc.join()
         self.procs = []
+

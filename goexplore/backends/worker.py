@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from goexplore.cells import DownscaleCells
 from goexplore.codec import StateCodec
 from goexplore.envs import make_env
-from goexplore.explore import EpisodeResult, Task, WorkerView, explore
+from goexplore.explore import EpisodeResult, Task, WorkerView, decode_results, encode_results, explore_raw
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,15 @@ class Worker:
     def set_codec(self, dictionary: bytes | None) -> None:
         self.codec = StateCodec(dictionary)
 
+    def run_raw(self, task: Task) -> tuple:
+        """Explore one task; the result as Python lists (see explore.encode_results)."""
+        return explore_raw(self.env, self.cells, self.codec, self.view, task, self.spec.repeat_p)
+
+    def encode(self, raws: list[tuple]) -> bytes:
+        return encode_results(raws, len(self.env.fact_names))
+
     def run(self, task: Task) -> EpisodeResult:
-        return explore(self.env, self.cells, self.codec, self.view, task, self.spec.repeat_p)
+        return decode_results(self.encode([self.run_raw(task)]))[0]
 
     def close(self) -> None:
         self.env.close()
