@@ -382,6 +382,35 @@ def checkpoint_bench(n_cells: int, env_name: str = "montezuma") -> dict:
 
 
 # --- the whole bench ---------------------------------------------------------------------------
+def facts_cost(env_name: str, steps: int = 4000, rounds: int = 3, seed: int = 0) -> dict:
+    """What reading the per-cell RAM facts (room, x, y, level, inventory) adds to
+    an agent step: the same random action sequence with and without
+    ``env.facts()``, interleaved, best of ``rounds`` each."""
+    from goexplore.envs import make_env
+
+    env = make_env(env_name)
+    acts = np.random.default_rng(seed).integers(env.n_actions, size=steps).tolist()
+
+    def loop(with_facts: bool) -> float:
+        env.reset()
+        t = time.perf_counter()
+        for a in acts:
+            if env.step(a)[2]:
+                env.reset()
+            if with_facts:
+                env.facts()
+        return (time.perf_counter() - t) / steps
+
+    plain, facts = [], []
+    for _ in range(rounds):
+        plain.append(loop(False))
+        facts.append(loop(True))
+    env.close()
+    extra = max(min(facts) - min(plain), 0.0)
+    return {"step_us": 1e6 * min(plain), "facts_us_per_step": 1e6 * extra,
+            "facts_share_of_step": extra / min(plain)}
+
+
 def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_000,
               segments: int | None = None, bare_seconds: float = 5.0,
               select_cells: int = 100_000, ckpt_cells: int = 1_000_000, log=print) -> dict:
@@ -406,6 +435,8 @@ def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_00
     log("  checkpoint + resume ...")
     ck = checkpoint_bench(ckpt_cells, env)
     mem = pipe["memory"]
+    log("  RAM facts ...")
+    facts = facts_cost(env)
     out = {
         "env": env, "n_workers": n_workers, "cpu_count": cpus, "cores_used": cores,
         "frames": p.frames, "frames_unit": "agent_steps", "batches": p.batch,
@@ -433,6 +464,8 @@ def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_00
         "checkpoint_s": ck["checkpoint_s"], "resume_s": ck["resume_s"],
         "checkpoint_resume_s": ck["checkpoint_resume_s"],
         "checkpoint_bytes": ck["checkpoint_bytes"],
+        "facts_us_per_step": facts["facts_us_per_step"],
+        "facts_share_of_step": facts["facts_share_of_step"],
         "measured_wall_s": wall, "total_wall_s": pipe["total_wall"],
         "startup_and_tail_s": pipe["run_wall"] - wall,
         # where workers waited, as a share of their time (process backend only)
@@ -470,6 +503,8 @@ def format_report(r: dict) -> str:
              " ms"),
         line(f"checkpoint + resume ({r['checkpoint_cells']:,} cells)", "checkpoint_resume_s", ".1f",
              " s"),
+        f"  {'RAM facts per step (room, x, y, ...)':<42}{r['facts_us_per_step']:.2f} µs "
+        f"({100 * r['facts_share_of_step']:.1f}% of a step)",
     ])
 
 
