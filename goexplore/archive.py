@@ -266,20 +266,22 @@ class Archive:
     # --- cells -------------------------------------------------------------------------
     def add(self, key: bytes, state: bytes, score: float, length: int, last: int,
             lives: int, facts) -> int:
-        if self.n == self._cap:
-            self._alloc(int(self._cap * _GROW) + 1)
-        i = self.n
-        self.n += 1
         if key == DONE_KEY:
             if self._done_id >= 0:
                 raise ValueError("the archive already has a DONE cell")
-            self._done_id = i
-            self.is_done[i] = True
         else:
             if len(key) != self.key_size:
                 raise ValueError(f"cell key of {len(key)} bytes, expected {self.key_size}")
             if self._nibbles and max(key) >= 16:
                 self._to_bytes_keys()
+        if self.n == self._cap:
+            self._alloc(int(self._cap * _GROW) + 1)
+        i = self.n
+        self.n += 1
+        if key == DONE_KEY:
+            self._done_id = i
+            self.is_done[i] = True
+        else:
             pk = self._pack(key)
             self._keys[i] = np.frombuffer(pk, np.uint8)
             self._index_insert(i, pk)

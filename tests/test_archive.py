@@ -294,7 +294,7 @@ def test_index_states_and_checkpoint_arrays_round_trip():
 
 def test_keys_with_big_values_leave_nibble_packing():
     a = Archive(4, 1)
-    small = [bytes([1, 2, 3, i]) for i in range(10)]
+    small = [bytes(4)] + [bytes([1, 2, 3, i]) for i in range(1, 10)]   # an all-zero key too
     for k in small:
         a.add(k, b"x", 0.0, 0, -1, 1, (0,))
     big = bytes([200, 17, 3, 1])

@@ -11,7 +11,7 @@ FIELDS = (
     "env", "n_workers", "cpu_count", "cores_used", "frames", "batches",
     "bare_steps_per_s_per_core", "bare_samples", "pipeline_steps_per_s",
     "pipeline_steps_per_s_per_core", "ratio", "bare_parallel_steps_per_s_per_core",
-    "bare_parallel_samples", "ratio_vs_parallel_bare", "bare_archive_states_steps_per_s",
+    "bare_parallel_samples", "ratio_vs_parallel_bare", "bare_archive_states_samples",
     "ratio_vs_archive_states_bare", "master_cpu_us_per_step",
     "worker_to_master_bytes_per_step", "archive_cells", "archive_bytes_per_cell",
     "archive_memory_bytes", "selection_cells", "selection_ms_per_batch",
