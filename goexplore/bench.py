@@ -507,7 +507,7 @@ def format_report(r: dict) -> str:
         t = r["targets"].get(key)
         met = r["met"].get(key)
         mark = "" if t is None else f"   target {t}: {'met' if met else 'NOT met'}"
-        return f"  {name:<42}{format(r[key], fmt)}{unit}{mark}"
+        return f"  {name:<46}{format(r[key], fmt)}{unit}{mark}"
 
     return "\n".join([
         f"goexplore bench — {r['env']}, {r['n_workers']} workers, {r['cores_used']} cores used, "
@@ -526,9 +526,9 @@ def format_report(r: dict) -> str:
              " ms"),
         line(f"checkpoint + resume ({r['checkpoint_cells']:,} cells)", "checkpoint_resume_s", ".1f",
              " s"),
-        f"  {'RAM facts per step (room, x, y, ...)':<42}{r['facts_us_per_step']:.2f} µs "
+        f"  {'RAM facts per step (room, x, y, ...)':<46}{r['facts_us_per_step']:.2f} µs "
         f"({100 * r['facts_share_of_step']:.1f}% of a step)",
-        f"  {'workers waiting: batch tails, between':<42}"
+        f"  {'workers waiting: batch tails, between':<46}"
         f"{100 * r['worker_idle_share_batch_tail']:.1f}%, "
         f"{100 * r['worker_idle_share_between_batches']:.1f}% of their time",
     ])
