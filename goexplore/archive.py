@@ -33,6 +33,8 @@ full ``np.cumsum`` (which adds sequentially).
 """
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from goexplore.errors import CheckpointError
@@ -47,6 +49,7 @@ _FIELDS = {
     "state_off": np.int64, "state_len": np.int32,  # where the state lives in the arena
 }
 _GROW = 1.25
+DONE_SCORES_KEPT = 200     # end-of-episode scores kept (and checkpointed) for logging
 _COMPACT_AT = 0.10      # compact the state arena when this share of it is garbage
 
 
@@ -76,7 +79,10 @@ class Archive:
         self._done_id = -1
         self._arena = bytearray()
         self._garbage = 0
-        self.done_scores: list[float] = []
+        #: the last DONE_SCORES_KEPT end-of-episode scores (for logging; the reference
+        #: checkpoints the same 200), and how many episodes ended in all
+        self.done_scores: deque[float] = deque(maxlen=DONE_SCORES_KEPT)
+        self.n_done_episodes = 0
         self._rooms: set[int] = set()
         self._rooms_pending: list[np.ndarray] = []   # rooms of episodes not yet merged
         self._seen_pending: list[np.ndarray] = []    # seen += 1 not yet applied (see apply)
@@ -409,6 +415,7 @@ class Archive:
             self._seen_pending.append(res.seen_ids)
         if res.done:
             self.done_scores.append(res.final_score)
+            self.n_done_episodes += 1
         self._rooms_pending.append(res.rooms)
         if len(self._rooms_pending) > 512:
             self.rooms                           # merge (bounds what is held)

@@ -148,10 +148,11 @@ class Phase1:
 
     def log_metrics(self, steps_per_s: float) -> None:
         a = self.archive
-        tail = a.done_scores[-20:]
+        tail = list(a.done_scores)[-20:]
         row = {"batch": self.batch, "frames": self.frames, "steps_per_s": round(steps_per_s, 1),
                "best_done_score": a.best_done_score, "max_archive_score": a.max_archive_score,
                "ep_return_mean": float(np.mean(tail)) if tail else None,
+               "game_return_count": a.n_done_episodes,
                "n_cells": a.n, "rooms_found": len(a.rooms), "explog_entries": self.explog.count,
                "time": round(time.time(), 3)}
         if self.run_dir:
@@ -165,7 +166,8 @@ class Phase1:
         meta = {
             "frames": self.frames, "batch": self.batch, "config": self.cfg.to_json(),
             "rng": self.rng.bit_generator.state, "n_cells": n,
-            "done_scores": a.done_scores, "rooms": sorted(a.rooms),
+            "done_scores": list(a.done_scores), "n_done_episodes": a.n_done_episodes,
+            "rooms": sorted(a.rooms),
             "explog": e.meta(),    # count, n_flushed, chunk_size, chunk_sha256
             "codec_dictionary": None if self.codec.dictionary is None else self.codec.dictionary.hex(),
             "codec_level": self.codec_level,
@@ -203,7 +205,8 @@ class Phase1:
                                       f"cells, meta.json says {n}")
             a = self.archive = Archive.from_arrays(self.cells.key_size, len(self.fact_names),
                                                    arrays, states, where=str(ckpt / "archive.npz"))
-            a.done_scores = [float(x) for x in meta["done_scores"]]
+            a.done_scores.extend(float(x) for x in meta["done_scores"])
+            a.n_done_episodes = int(meta.get("n_done_episodes", len(meta["done_scores"])))
             a.rooms = {int(x) for x in meta["rooms"]}
             self.frames, self.batch = int(meta["frames"]), int(meta["batch"])
             self.rng.bit_generator.state = meta["rng"]

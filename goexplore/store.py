@@ -407,6 +407,9 @@ def validate_meta(meta, where) -> None:
         raise CheckpointError(f"{where}: bad 'rng' state ({type(e).__name__})") from None
     ds = meta.get("done_scores")
     need(isinstance(ds, list) and all(_is_num(x) for x in ds), "'done_scores' must be numbers")
+    nd = meta.get("n_done_episodes", len(ds))
+    need(_is_int(nd) and nd >= len(ds), "'n_done_episodes' must be an integer, at least "
+                                        "the number of 'done_scores'")
     rooms = meta.get("rooms")
     need(isinstance(rooms, list) and all(_is_int(x) and abs(x) < 2**31 for x in rooms),
          "'rooms' must be integers")

@@ -33,7 +33,8 @@ def archive_table(phase1) -> dict:
         })
     log = phase1.explog.all_entries()
     return {"frames": phase1.frames, "batch": phase1.batch, "cells": cells,
-            "rooms": sorted(a.rooms), "done_scores": a.done_scores[-200:],
+            "rooms": sorted(a.rooms), "done_scores": list(a.done_scores)[-200:],
+            "n_done_episodes": a.n_done_episodes,
             "explog_count": phase1.explog.count, "explog": log}
 
 
@@ -75,6 +76,10 @@ def assert_same_archive(ours: dict, ref: dict) -> None:
             assert a[f] == b[f], f"cell {i} ({b['key'][:16]}...): {f} is {a[f]!r}, reference {b[f]!r}"
     assert ours["rooms"] == ref["rooms"]
     assert ours["done_scores"] == ref["done_scores"]
+    if "metrics" in ref:     # the reference counts every finished episode, in its log
+        assert ref["metrics"] and ref["metrics"][-1]["batch"] == ref["batch"]
+        assert ours["n_done_episodes"] == ref["metrics"][-1]["game_return_count"]
+        assert ours["n_done_episodes"] > len(ours["done_scores"]) == 200   # the log is bounded
     assert ours["explog_count"] == ref["explog_count"]
     for name in ("prev", "act", "rew", "done"):
         np.testing.assert_array_equal(ours["explog"][name], ref["explog"][name], err_msg=name)

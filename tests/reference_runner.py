@@ -33,7 +33,8 @@ def reference_script() -> Path:
 def run_reference(env: str, seed: int, total_frames: int, n_workers: int,
                   run_dir: str | Path, timeout: float = 600) -> dict:
     """Run the reference to completion; return reference_final.json's content
-    plus ``"explog"``: {"prev", "act", "rew", "done"} numpy arrays."""
+    plus ``"explog"``: {"prev", "act", "rew", "done"} numpy arrays, and
+    ``"metrics"``: the rows of its metrics.jsonl."""
     script = reference_script()
     run_dir = Path(run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -63,6 +64,9 @@ def run_reference(env: str, seed: int, total_frames: int, n_workers: int,
     result = json.loads(final.read_text())
     with np.load(run_dir / "reference_explog.npz") as z:
         result["explog"] = {k: np.array(z[k]) for k in z.files}
+    metrics = run_dir / "metrics.jsonl"
+    result["metrics"] = ([json.loads(line) for line in metrics.read_text().splitlines()]
+                         if metrics.is_file() else [])
     return result
 
 

@@ -182,7 +182,8 @@ def run_both(batches, seed, view_lag=True):
             entries += res.n
             task_no += 1
         assert _table(a) == _oracle_table(o)
-        assert a.done_scores == o.done_scores and a.rooms == o.rooms
+        assert list(a.done_scores) == o.done_scores[-200:] and a.rooms == o.rooms
+        assert a.n_done_episodes == len(o.done_scores)
     return a, o
 
 
