@@ -254,6 +254,7 @@ class ExperienceLog:
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
         self.chunk_size = chunk_size
+        self._steps = np.arange(256, dtype=np.int64)   # 0, 1, ... (prev links), grown on demand
         self.count = 0          # entries ever appended
         self.n_flushed = 0      # chunks written out
         self.digests: list[str] = []    # SHA-256 of each flushed chunk file
@@ -265,14 +266,39 @@ class ExperienceLog:
         self.cur = {name: np.empty(self.chunk_size, dtype=dt) for name, dt in FIELDS}
         self.fill = 0
 
-    def append_episode(self, prev0: int, actions: np.ndarray, rewards: np.ndarray,
-                       done_last: bool) -> int:
-        """Append one exploration episode (a chain starting after ``prev0``).
-        Returns the id of its first entry; entry ``first + i`` is step ``i``."""
+    def append_episode(self, prev0: int, actions: np.ndarray, rew_t: np.ndarray,
+                       rew_v: np.ndarray, done_last: bool) -> int:
+        """Append one exploration episode (a chain starting after ``prev0``): its
+        actions, its nonzero rewards (steps ``rew_t``, values ``rew_v``) and whether its
+        last step ended it. Returns the id of its first entry; entry ``first + i`` is
+        step ``i``."""
         n = len(actions)
         first = self.count
+        f = self.fill
+        if f + n <= self.chunk_size:          # the common case: written in place
+            if n > len(self._steps):
+                self._steps = np.arange(2 * n, dtype=np.int64)
+            cur = self.cur
+            prev = cur["prev"]
+            np.add(self._steps[:n], first - 1, out=prev[f:f + n])
+            prev[f] = prev0
+            cur["act"][f:f + n] = actions
+            rew = cur["rew"]
+            rew[f:f + n] = 0.0
+            if len(rew_t):
+                rew[f + rew_t] = rew_v
+            done = cur["done"]
+            done[f:f + n] = 0
+            done[f + n - 1] = done_last
+            self.fill = f + n
+            self.count += n
+            if self.fill == self.chunk_size:
+                self._flush()
+            return first
         prev = np.arange(first - 1, first + n - 1, dtype=np.int64)
         prev[0] = prev0
+        rewards = np.zeros(n, np.float64)
+        rewards[rew_t] = rew_v
         done = np.zeros(n, dtype=np.uint8)
         done[-1] = done_last
         cols = {"prev": prev, "act": actions, "rew": rewards, "done": done}

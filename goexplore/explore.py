@@ -197,20 +197,6 @@ class EpisodeResult:
         self.rooms = rooms                  # int: distinct rooms (facts[0]) seen
         self.n = len(actions)
 
-    @property
-    def rewards(self) -> np.ndarray:
-        """Per-step rewards (float64 [n]; read-only when all are zero)."""
-        global _ZEROS
-        n = self.n
-        if not len(self.rew_t):
-            if len(_ZEROS) < n:
-                _ZEROS = np.zeros(2 * n, np.float64)
-                _ZEROS.flags.writeable = False
-            return _ZEROS[:n]
-        r = np.zeros(n, np.float64)
-        r[self.rew_t] = self.rew_v
-        return r
-
     # --- wire format (one episode; see encode_results) ---------------------------------
     def raw(self) -> tuple:
         return (self.index, self.actions.tobytes(), self.done, self.final_score,
@@ -234,7 +220,6 @@ _NO_I2 = np.zeros(0, np.int16)
 _NO_I4 = np.zeros(0, np.int32)
 _NO_F8 = np.zeros(0, np.float64)
 _NO_BOOL = np.zeros(0, np.bool_)
-_ZEROS = np.zeros(0, np.float64)
 
 
 # --- the worker's view of the archive -------------------------------------------------------

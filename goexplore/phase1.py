@@ -99,8 +99,8 @@ class Phase1:
                          for i in range(cfg.batch_cells)]
                 for res in backend.run_batch(archive.take_delta(), tasks):
                     i = res.index
-                    first = explog.append_episode(int(cap.last[i]), res.actions,
-                                                  res.rewards, res.done)
+                    first = explog.append_episode(cap.last[i], res.actions, res.rew_t,
+                                                  res.rew_v, res.done)
                     archive.apply(int(cap.ids[i]), float(cap.score[i]), int(cap.length[i]),
                                   int(cap.last[i]), res, first)
                     self.frames += res.n
