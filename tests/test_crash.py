@@ -28,10 +28,15 @@ TOY = dict(env="toy", seed=3, frames=40_000, workers=1, ckpt_every=4_000, chunk=
 MONTEZUMA = dict(env="montezuma", seed=0, frames=7_000, workers=2, ckpt_every=1_500, chunk=1_000)
 
 
+BASELINE_WALL_S: dict[str, float] = {}    # how long the uninterrupted toy run took
+
+
 @pytest.fixture(scope="module")
 def toy_baseline(tmp_path_factory):
     d = tmp_path_factory.mktemp("baseline") / "run"
+    t0 = time.perf_counter()
     r = cli(run_args(d, resume=False, **TOY))
+    BASELINE_WALL_S["toy"] = time.perf_counter() - t0
     assert r.returncode == 0, r.stdout + r.stderr
     return d
 
@@ -69,8 +74,10 @@ def _finish(run_dir: Path, cfg: dict) -> None:
 def test_kill_at_each_injection_point(tmp_path, toy_baseline):
     """One kill at every fault-injection point and one mid-batch, in one run."""
     d = tmp_path / "run"
-    plan = [("chunk-write", 2), ("ckpt-files", 1), ("chunk-done", 3), ("ckpt-rename", 1),
-            ("ckpt-publish", 1), ("time", 1.5)]
+    # the timed kill first, when the whole run is still ahead: at 60% of the time an
+    # uninterrupted run takes (start-up included), so it lands mid-run on any machine
+    plan = [("time", 0.6 * BASELINE_WALL_S["toy"]), ("chunk-write", 2), ("ckpt-files", 1),
+            ("chunk-done", 3), ("ckpt-rename", 1), ("ckpt-publish", 1)]
     for kind, arg in plan:
         killed, _ = _kill_run(d, kind, arg, TOY)
         assert killed, f"{kind}:{arg} was not reached"
