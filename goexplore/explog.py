@@ -274,6 +274,8 @@ class ExperienceLog:
         step ``i``."""
         n = len(actions)
         first = self.count
+        if n == 0:                            # nothing to log (and no last step to mark)
+            return first
         f = self.fill
         if f + n <= self.chunk_size:          # the common case: written in place
             if n > len(self._steps):

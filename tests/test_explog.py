@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from goexplore.explog import ExperienceLog
 
 episode = st.tuples(
-    st.integers(1, 40),                     # steps
+    st.integers(0, 40),                     # steps
     st.integers(-1, 10_000),                # prev of the first step
     st.lists(st.tuples(st.integers(0, 39), st.sampled_from([1.0, 100.0, -5.0, 0.5])),
              max_size=4, unique_by=lambda x: x[0]),
