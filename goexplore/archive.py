@@ -291,19 +291,17 @@ class Archive:
             pk = self._pack(key)
             self._keys[i] = np.frombuffer(pk, np.uint8)
             self._index_insert(i, pk)
-        self._store_state(i, state, new=True)
-        self.score[i], self.traj_len[i], self.traj_last[i] = score, length, last
-        self.lives[i] = lives
-        self.facts[i] = facts
-        self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = 0
-        self.dirty.add(i)
-        self._touched_ids.append(i)
+        self._set_entry(i, state, score, length, last, lives, facts, new=True)
         return i
 
     def _replace(self, i, state, score, length, last, lives, facts) -> None:
         if self._seen_pending:
             self._flush_seen()
-        self._store_state(i, state, new=False)
+        self._set_entry(i, state, score, length, last, lives, facts, new=False)
+
+    def _set_entry(self, i, state, score, length, last, lives, facts, new: bool) -> None:
+        """Cell ``i`` now holds this visit; its counters start again."""
+        self._store_state(i, state, new=new)
         self.score[i], self.traj_len[i], self.traj_last[i] = score, length, last
         self.lives[i] = lives
         self.facts[i] = facts
