@@ -94,15 +94,15 @@ class Phase1:
                 # one draw per task; the same numbers and generator state as one call
                 # per task (tests/test_archive.py checks it), at 1/20 of the cost
                 seeds = rng.integers(2**31, size=cfg.batch_cells).tolist()
-                tasks = [Task(i, cap.states[i], int(cap.lives[i]), float(cap.score[i]),
-                              int(cap.length[i]), seeds[i], cfg.explore_steps)
+                tasks = [Task(i, cap.states[i], cap.lives[i], cap.score[i], cap.length[i],
+                              seeds[i], cfg.explore_steps)
                          for i in range(cfg.batch_cells)]
                 for res in backend.run_batch(archive.take_delta(), tasks):
-                    i = res.index
-                    first = explog.append_episode(cap.last[i], res.actions, res.rew_t,
-                                                  res.rew_v, res.done)
-                    archive.apply(int(cap.ids[i]), float(cap.score[i]), int(cap.length[i]),
-                                  int(cap.last[i]), res, first)
+                    i = res.index      # cap's rows are Python lists: no conversions needed
+                    last = cap.last[i]
+                    first = explog.append_episode(last, res.actions, res.rew_t, res.rew_v,
+                                                  res.done)
+                    archive.apply(cap.ids[i], cap.score[i], cap.length[i], last, res, first)
                     self.frames += res.n
                 self.batch += 1
                 logged = self.batch % cfg.log_every_batches == 0
