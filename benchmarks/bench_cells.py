@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import goexplore.cells as cells_mod  # noqa: E402
-from goexplore.cells import DownscaleCells, reference_key  # noqa: E402
+import goexplore.cells.downscale as cells_mod  # noqa: E402
+from goexplore.cells.downscale import DownscaleCells, reference_key  # noqa: E402
 
 
 def collect(game: str, n: int, seed: int = 0) -> np.ndarray:

@@ -37,14 +37,18 @@ from collections import deque
 
 import numpy as np
 
+from goexplore.cells import DONE_KEY
 from goexplore.errors import CheckpointError
-from goexplore.explore import DONE_KEY, EpisodeResult, ViewDelta
+from goexplore.explore import EpisodeResult, ViewDelta
+from goexplore.selection import PlaceTerms, SelectionParams, cell_weights
 
 # name -> dtype of the per-cell arrays (the first ones are the checkpoint format)
 _FIELDS = {
     "score": np.float64, "traj_len": np.int32, "traj_last": np.int64,
     "_seen": np.int32, "chosen": np.int32, "chosen_since_new": np.int32,
-    "lives": np.int16, "is_done": np.bool_,
+    "lives": np.int16, "is_done": np.bool_, "steps": np.int32,
+    "missing_lr": np.int8, "missing_ud": np.int8, "holds_most": np.bool_,   # map terms
+    "level": np.int16,
     "weight": np.float64, "csum": np.float64,      # selection caches
     "state_off": np.int64, "state_len": np.int32,  # where the state lives in the arena
 }
@@ -66,10 +70,22 @@ class Capture:
 class Archive:
     #: arrays of a checkpoint (each with one row per cell), see :meth:`to_arrays`
     ARRAYS = ("keys", "score", "traj_len", "traj_last", "seen", "chosen",
-              "chosen_since_new", "lives", "facts", "is_done")
+              "chosen_since_new", "lives", "facts", "is_done", "steps")
+    #: arrays a checkpoint written before they existed may lack (they start at 0)
+    OPTIONAL = ("steps",)
 
-    def __init__(self, key_size: int, n_facts: int, capacity: int = 64):
+    def __init__(self, key_size: int, n_facts: int, capacity: int = 64,
+                 params: SelectionParams | None = None, rep=None, level_fact: int | None = None):
+        """``params``: the selection weight (default: the reference's);
+        ``rep``: the cell representation (for the map terms); ``level_fact``:
+        which fact is the level (for the level weight and ``max_level``)."""
         self.key_size, self.n_facts = key_size, n_facts
+        self.params = params or SelectionParams()
+        self.rep = rep
+        self.level_fact = level_fact
+        self.max_level = 0               # highest level of any non-DONE entry set so far
+        self._places = PlaceTerms(rep) if (self.params.uses_places and rep is not None) else None
+        self._touch_all = False
         self.n = 0
         self._nibbles = True             # keys packed two values a byte (until one is >= 16)
         self._cap = 0
@@ -86,6 +102,7 @@ class Archive:
         self._rooms: set[int] = set()
         self._rooms_pending: list[np.ndarray] = []   # rooms of episodes not yet merged
         self._seen_pending: list[np.ndarray] = []    # seen += 1 not yet applied (see apply)
+        self._steps_pending: list[np.ndarray] = []   # ... and steps += these (same ids)
         self.dirty: set[int] = set()     # ids whose entry changed since the last view delta
         self._view_n = 0                 # cells the workers' views know
         self._touched: list[np.ndarray] = []   # ids whose seen changed (weights to recompute)
@@ -292,6 +309,12 @@ class Archive:
             self._keys[i] = np.frombuffer(pk, np.uint8)
             self._index_insert(i, pk)
         self._set_entry(i, state, score, length, last, lives, facts, new=True)
+        if self._places is not None and key != DONE_KEY:
+            changed = self._places.add(i, key, self)
+            if changed is None:
+                self._touch_all = True
+            else:
+                self._touched_ids.extend(changed)
         return i
 
     def _replace(self, i, state, score, length, last, lives, facts) -> None:
@@ -305,7 +328,13 @@ class Archive:
         self.score[i], self.traj_len[i], self.traj_last[i] = score, length, last
         self.lives[i] = lives
         self.facts[i] = facts
-        self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = 0
+        if new or self.params.reset_on_update:
+            self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = self.steps[i] = 0
+        if self.level_fact is not None:
+            lv = self.level[i] = self.facts[i, self.level_fact]
+            if lv > self.max_level and not self.is_done[i]:
+                self.max_level = int(lv)
+                self._touch_all = self._touch_all or self.params.uses_levels
         self.dirty.add(i)
         self._touched_ids.append(i)
 
@@ -317,11 +346,13 @@ class Archive:
         return self._seen
 
     def _flush_seen(self) -> None:
-        p = self._seen_pending
+        p, q = self._seen_pending, self._steps_pending
         ids = p[0] if len(p) == 1 else np.concatenate(p)
         np.add.at(self._seen, ids, 1)
+        np.add.at(self.steps, ids, q[0] if len(q) == 1 else np.concatenate(q))
         self._touched.append(ids)
         p.clear()
+        q.clear()
 
     @property
     def rooms(self) -> set[int]:
@@ -351,6 +382,14 @@ class Archive:
         return float(self.score[d]) if d >= 0 else None
 
     @property
+    def max_level_reached(self) -> int | None:
+        """The highest level of a non-DONE cell now in the archive (None: no level fact)."""
+        if self.level_fact is None:
+            return None
+        live = ~self.is_done[:self.n]
+        return int(self.facts[:self.n, self.level_fact][live].max(initial=0))
+
+    @property
     def max_archive_score(self) -> float:
         live = ~self.is_done[:self.n]
         return float(self.score[:self.n][live].max())
@@ -367,14 +406,17 @@ class Archive:
         n = self.n
         if self._seen_pending:
             self._flush_seen()
+        if self._touch_all:
+            self._touch_all = False
+            self._touched.clear()
+            self._touched_ids.clear()
+            self._touched.append(np.arange(n))
         if self._touched or self._touched_ids:
             self._touched.append(np.array(self._touched_ids, np.int64))
             ids = np.unique(np.concatenate(self._touched))
             self._touched.clear()
             self._touched_ids.clear()
-            w = 1.0 / np.sqrt(self._seen[ids] + 1.0)
-            w[self.is_done[ids]] = 0.0
-            self.weight[ids] = w
+            self.weight[ids] = self.weights_of(ids)
             self._csum_from = min(self._csum_from, int(ids[0]))
         p = self._csum_from
         if p < n:
@@ -388,12 +430,22 @@ class Archive:
             self._csum_from = n
         return self.csum[:n]
 
+    def weights_of(self, ids: np.ndarray) -> np.ndarray:
+        """The selection weights of cells ``ids`` from their current counters."""
+        return cell_weights(self.params, seen=self._seen[ids], chosen=self.chosen[ids],
+                            since_new=self.chosen_since_new[ids], steps=self.steps[ids],
+                            missing_lr=self.missing_lr[ids], missing_ud=self.missing_ud[ids],
+                            holds_most=self.holds_most[ids], level=self.level[ids],
+                            max_level=self.max_level, is_done=self.is_done[ids])
+
     def sample(self, n: int, rng: np.random.Generator) -> Capture:
         csum = self._weights()
         u = rng.random(n) * csum[-1]
         ids = np.minimum(np.searchsorted(csum, u), self.n - 1)
         np.add.at(self.chosen, ids, 1)
         np.add.at(self.chosen_since_new, ids, 1)
+        if self.params.pick_counters:
+            self._touched.append(ids)
         picks = ids.tolist()
         return Capture(picks, self.score[ids].tolist(), self.traj_len[ids].tolist(),
                        self.traj_last[ids].tolist(), self.lives[ids].tolist(),
@@ -411,6 +463,7 @@ class Archive:
         # anything reads seen)
         if len(res.seen_ids):
             self._seen_pending.append(res.seen_ids)
+            self._steps_pending.append(res.seen_steps)
         if res.done:
             self.done_scores.append(res.final_score)
             self.n_done_episodes += 1
@@ -422,6 +475,7 @@ class Archive:
         if self._seen_pending:
             self._flush_seen()
         found = False
+        keep = not self.params.reset_on_update
         for c, (cid, t, s) in enumerate(zip(res.cand_ids.tolist(), res.cand_t.tolist(),
                                            res.cand_score.tolist())):
             length = len0 + t + 1
@@ -439,11 +493,15 @@ class Archive:
                 self._replace(cid, res.cand_states[c], s, length, first_entry + t,
                               int(res.cand_lives[c]), res.cand_facts[c])
                 found = True
-            else:
-                self._seen[cid] += 1
-                self._touched_ids.append(cid)
+                if not keep:
+                    continue          # counters start again (the reference)
+            self._seen[cid] += 1
+            self.steps[cid] += res.cand_steps[c]
+            self._touched_ids.append(cid)
         if found:
             self.chosen_since_new[chosen] = 0
+            if self.params.pick_counters:
+                self._touched_ids.append(chosen)
         return found
 
     # --- worker views ----------------------------------------------------------------------
@@ -488,13 +546,17 @@ class Archive:
 
     @classmethod
     def from_arrays(cls, key_size: int, n_facts: int, arrays: dict[str, np.ndarray],
-                    states: list[bytes], where: str = "checkpoint") -> "Archive":
+                    states: list[bytes], where: str = "checkpoint", params=None, rep=None,
+                    level_fact: int | None = None) -> "Archive":
         """An archive from checkpoint arrays; CheckpointError if they do not fit."""
         try:
             n = len(arrays["score"])
         except (KeyError, TypeError):
             raise CheckpointError(f"{where}: no array 'score'") from None
         want = {"keys": (n, key_size), "facts": (n, n_facts)}
+        arrays = dict(arrays)
+        for name in cls.OPTIONAL:
+            arrays.setdefault(name, np.zeros(n, _FIELDS[name]))
         for name in cls.ARRAYS:
             arr = arrays.get(name)
             shape = want.get(name, (n,))
@@ -503,7 +565,8 @@ class Archive:
                                       f"{None if arr is None else arr.shape}, expected {shape}")
         if len(states) != n:
             raise CheckpointError(f"{where}: {len(states)} states for {n} cells")
-        a = cls(key_size, n_facts, capacity=max(64, n))
+        a = cls(key_size, n_facts, capacity=max(64, n), params=params, rep=rep,
+                level_fact=level_fact)
         a.n = n
         for name in cls.ARRAYS:
             if name not in ("keys", "facts"):
@@ -528,8 +591,15 @@ class Archive:
             a._rebuild_index()
         except ValueError:
             raise CheckpointError(f"{where}: duplicate cell keys") from None
-        a.weight[:n] = 1.0 / np.sqrt(a.seen[:n] + 1.0)
-        a.weight[:n][a.is_done[:n]] = 0.0
+        if level_fact is not None:
+            a.level[:n] = a.facts[:n, level_fact]
+            live = a.level[:n][~a.is_done[:n]]
+            a.max_level = int(live.max(initial=0))
+        if a._places is not None:
+            for i in np.flatnonzero(~a.is_done[:n]).tolist():
+                a._places.add(i, a.key_of(i), a, recompute=False)
+            a._places.recompute_neighbours(a)
+        a.weight[:n] = a.weights_of(np.arange(n))
         a._csum_from = 0
         a._view_n = n
         return a

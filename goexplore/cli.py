@@ -1,4 +1,4 @@
-"""goexplore: Go-Explore Phase 1 — run | replay | report | verify | bench | games.
+"""goexplore: Go-Explore Phase 1 — run | presets | replay | report | compare | verify | bench | games.
 
 Every user error prints one clear message and exits with code 2."""
 from __future__ import annotations
@@ -14,19 +14,47 @@ from goexplore.errors import GoExploreError
 EXIT_USAGE = 2
 
 
+def _bool(text: str) -> bool:
+    v = text.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
 def _add_config_args(p: argparse.ArgumentParser) -> None:
     for f in fields(Config):
-        if f.name == "env":
+        if f.name in ("env", "preset"):
             continue
-        p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None,
-                       help=f"{f.metadata['help']} (default {f.default:,})" if isinstance(f.default, int)
-                       else f"{f.metadata['help']} (default {f.default})")
+        kind = _bool if isinstance(f.default, bool) else type(f.default)
+        shown = f"{f.default:,}" if type(f.default) is int else f"{f.default}"
+        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=None,
+                       metavar="true|false" if kind is _bool else None,
+                       help=f"{f.metadata['help']} (default {shown})")
+
+
+def _given(args) -> dict:
+    return {f.name: getattr(args, f.name) for f in fields(Config)
+            if f.name != "preset" and getattr(args, f.name, None) is not None}
 
 
 def _config_from(args) -> Config:
-    given = {f.name: getattr(args, f.name) for f in fields(Config)
-             if getattr(args, f.name, None) is not None}
-    return Config(**given)
+    """Defaults, then ``--preset``, then the flags given; when resuming a run
+    dir that holds a config, that config replaces the defaults and the preset
+    (so a resume needs only the flags that change)."""
+    from goexplore.presets import apply_preset
+    from goexplore.store import RunDir
+
+    given = _given(args)
+    if getattr(args, "resume", None) is not None and args.run_dir:
+        saved = RunDir(Path(args.run_dir)).read_config()
+        if saved is not None:
+            if args.preset is not None and args.preset != saved.preset:
+                raise GoExploreError(f"--preset {args.preset}: the run in {args.run_dir} was "
+                                     f"started with preset {saved.preset!r}")
+            return saved.replace(**given)
+    return apply_preset(args.preset or "reference", given)
 
 
 def cmd_run(args) -> int:
@@ -38,8 +66,9 @@ def cmd_run(args) -> int:
     run_dir = Path(args.run_dir or f"runs/{cfg.env}-seed{cfg.seed}")
     phase1, ckpt = prepare(cfg, run_dir, args.resume, fallback=args.fallback)
     where = f"resumed from {ckpt}" if ckpt else "fresh start"
-    print(f"goexplore run: {cfg.env}  seed {cfg.seed}  budget {cfg.total_frames:,} agent steps  "
-          f"workers {cfg.n_workers}  run dir {run_dir}  ({where})", flush=True)
+    print(f"goexplore run: {cfg.env}  preset {cfg.preset}  seed {cfg.seed}  budget "
+          f"{cfg.total_frames:,} agent steps  workers {cfg.n_workers}  run dir {run_dir}  "
+          f"({where})", flush=True)
     tb = _tensorboard(run_dir, phase1.frames) if args.tensorboard else None
     with ProgressReporter(cfg.total_frames, start=phase1.frames) as reporter:
         def on_progress(p):
@@ -58,7 +87,10 @@ def cmd_run(args) -> int:
           f"  best end-of-episode score  {best if best is not None else 'none yet'}\n"
           f"  max archive score          {final['max_archive_score']:g}\n"
           f"  cells                      {final['n_cells']:,}\n"
-          f"  rooms                      {final['rooms_found']}\n"
+          + (f"  rooms                      {final['rooms_found']}\n"
+             if final.get("rooms_found") is not None else "")
+          + (f"  highest level (from 0)     {final['max_level']}\n"
+             if final.get("max_level") is not None else "") +
           f"  replay-verified            {final['verified']}\n"
           f"  run dir                    {run_dir}\n"
           f"  (scores: {final['protocol']})")
@@ -100,11 +132,29 @@ def cmd_verify(args) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_presets(args) -> int:
+    from goexplore.presets import PRESETS, describe
+
+    if args.name:
+        if args.name not in PRESETS:
+            raise GoExploreError(f"preset {args.name!r}: unknown; choose one of: {', '.join(PRESETS)}")
+        p = PRESETS[args.name]
+        print(f"{p.name}: {p.summary}")
+        for k, v in p.settings.items():
+            print(f"  --{k.replace('_', '-')} {v}")
+        return 0
+    print(describe())
+    print("\nUse: goexplore run --preset NAME [flags]  (flags override the preset; "
+          "`goexplore presets NAME` shows its settings)")
+    return 0
+
+
 def cmd_games(args) -> int:
     from goexplore.envs import GAMES
     print(f"{'name':<13} {'ALE id':<28} notes")
     for name, g in GAMES.items():
-        note = "default; room map and RAM facts" if name == "montezuma" else ""
+        facts = f"RAM facts: {', '.join(n for n, _ in g.ram)}" if g.ram else ""
+        note = ("default; room map; " if name == "montezuma" else "") + facts
         print(f"{name:<13} {g.env_id:<28} {note}")
     print(f"{'toy':<13} {'(built in)':<28} tiny deterministic world for tests and examples")
     print("\nAll Atari games: frameskip 4, no sticky actions, minimal action set, reset seed 0.")
@@ -120,7 +170,8 @@ def cmd_replay(args) -> int:
     a = phase1.archive
     if args.cell == "all":
         from goexplore.demos import verify_archive
-        played, failures = verify_archive(phase1.cfg.env, phase1.cells, a, phase1.explog)
+        played, failures = verify_archive(phase1.cfg.env, phase1.cells, a, phase1.explog,
+                                          end_on_life=phase1.cfg.episode_end == "life")
         for i, why in failures[:20]:
             print(f"cell {i}: MISMATCH: {why}")
         print(f"{a.n - len(failures)} of {a.n} cells VERIFIED by replay from reset "
@@ -142,7 +193,8 @@ def cmd_replay(args) -> int:
     actions = phase1.explog.trajectory(int(a.traj_last[i]))
     ok, why = verify_cell(phase1.cfg.env, phase1.cells, actions, key=a.key_of(i),
                           score=float(a.score[i]), length=int(a.traj_len[i]),
-                          is_done=a.key_of(i) == DONE_KEY)
+                          is_done=a.key_of(i) == DONE_KEY,
+                          end_on_life=phase1.cfg.episode_end == "life")
     print(f"cell {i}: archived score {a.score[i]:g}, {a.traj_len[i]} steps — "
           f"{'VERIFIED' if ok else 'MISMATCH'}: {why}")
     if args.out:
@@ -177,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="explore (Phase 1) and write a run dir")
     r.add_argument("--env", default=None, help="game (see `goexplore games`; default montezuma)")
+    r.add_argument("--preset", default=None, metavar="NAME",
+                   help="start from a documented bundle of settings (see `goexplore presets`; "
+                        "default reference); the flags below override it")
     _add_config_args(r)
     r.add_argument("--run-dir", default=None, help="where the run lives (default runs/<env>-seed<seed>)")
     r.add_argument("--resume", default=None, metavar="auto|PATH",
@@ -193,6 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("games", help="list the supported games")
     g.set_defaults(func=cmd_games)
 
+    ps = sub.add_parser("presets", help="list the presets (documented bundles of settings)")
+    ps.add_argument("name", nargs="?", default=None, help="show this preset's settings")
+    ps.set_defaults(func=cmd_presets)
+
     p = sub.add_parser("replay", help="rebuild a cell's trajectory and verify it by replay from reset")
     p.add_argument("run_dir")
     p.add_argument("--cell", default="best", help="best (default), done, a cell index, or all")
@@ -206,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--top", type=int, default=10, help="cells in the top-cells table (default 10)")
     rp.add_argument("--no-video", action="store_true", help="skip the best trajectory's MP4/GIF")
     rp.set_defaults(func=cmd_report)
+
+    from goexplore.report.compare import add_parser as add_compare_parser
+    add_compare_parser(sub)
 
     v = sub.add_parser("verify", help="check a run dir's integrity: checksums of checkpoints and "
                                       "log chunks, and every reference between them "

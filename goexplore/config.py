@@ -15,6 +15,12 @@ def _f(default, help: str, **kw):
     return field(default=default, metadata={"help": help, **kw})
 
 
+EPISODE_ENDS = ("life", "game")
+COUNT_WEIGHTS = ("seen_weight", "chosen_weight", "since_new_weight", "steps_weight")
+WEIGHTS = COUNT_WEIGHTS + ("seen_power", "chosen_power", "since_new_power", "steps_power",
+                           "horiz_weight", "vert_weight", "keys_weight", "low_level_weight")
+
+
 @dataclass(frozen=True)
 class Config:
     env: str = _f("montezuma", "game to explore (see `goexplore games`)")
@@ -27,6 +33,24 @@ class Config:
     cell_width: int = _f(11, "downscaled cell width")
     cell_height: int = _f(8, "downscaled cell height")
     cell_levels: int = _f(8, "grey levels of the cell key: floor(levels * p / 255)")
+    preset: str = _f("reference", "the preset these settings started from (a label; see `goexplore presets`)")
+    cells: str = _f("downscale", "cell representation: downscale, montezuma-dk or pitfall-dk")
+    cell_x_bin: int = _f(8, "domain-knowledge cells: RAM x pixels per bin (paper: 16 on a 2x-wide frame)")
+    cell_y_bin: int = _f(16, "domain-knowledge cells: RAM y pixels per bin (paper: 16)")
+    episode_end: str = _f("life", "an exploration episode ends at a life loss ('life') or game over ('game')")
+    seen_weight: float = _f(1.0, "selection: weight of 1/(seen+1)^power (seen: episodes that visited the cell)")
+    seen_power: float = _f(0.5, "selection: power of the seen term")
+    chosen_weight: float = _f(0.0, "selection: weight of 1/(chosen+1)^power (times the cell was picked)")
+    chosen_power: float = _f(0.5, "selection: power of the chosen term")
+    since_new_weight: float = _f(0.0, "selection: weight of 1/(picks since it last led to something new+1)^power")
+    since_new_power: float = _f(0.5, "selection: power of the chosen-since-new term")
+    steps_weight: float = _f(0.0, "selection: weight of 1/(agent steps taken in the cell+1)^power")
+    steps_power: float = _f(0.5, "selection: power of the steps term")
+    horiz_weight: float = _f(0.0, "selection (cells with a position): weight per missing left/right neighbour")
+    vert_weight: float = _f(0.0, "selection (cells with a position): weight per missing up/down neighbour")
+    keys_weight: float = _f(0.0, "selection (cells with a position): weight of holding the most items at its place")
+    low_level_weight: float = _f(1.0, "selection: weight factor low_level_weight^(max level - level)")
+    reset_on_update: bool = _f(True, "reset a cell's counters when its entry improves")
     log_every_batches: int = _f(10, "batches between metrics rows")
     ckpt_every: int = _f(1_000_000, "agent steps between checkpoints (0: only at the end)")
     explog_chunk: int = _f(1 << 22, "experience-log entries per on-disk chunk")
@@ -53,6 +77,36 @@ class Config:
             p.append(f"action-repeat-p: must be a probability in [0, 1], got {self.action_repeat_p}")
         if self.ckpt_every < 0:
             p.append(f"ckpt-every: must be >= 0, got {self.ckpt_every}")
+        p += self._cell_problems()
+        if self.episode_end not in EPISODE_ENDS:
+            p.append(f"episode-end: must be one of {', '.join(EPISODE_ENDS)}, got {self.episode_end!r}")
+        for name in WEIGHTS:
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not 0.0 <= v < float("inf"):
+                p.append(f"{name.replace('_', '-')}: must be a finite number >= 0, got {v!r}")
+        if not any(getattr(self, n) > 0 for n in COUNT_WEIGHTS if isinstance(getattr(self, n), (int, float))):
+            p.append("selection: at least one of " + ", ".join("--" + n.replace("_", "-")
+                     for n in COUNT_WEIGHTS) + " must be positive (else cells can get weight 0)")
+        if not isinstance(self.reset_on_update, bool):
+            p.append(f"reset-on-update: must be true or false, got {self.reset_on_update!r}")
+        if not isinstance(self.preset, str) or not self.preset:
+            p.append(f"preset: must be a non-empty name, got {self.preset!r}")
+        return p
+
+    def _cell_problems(self) -> list[str]:
+        from goexplore.cells import REGISTRY, representation_class
+        from goexplore.cells.domain import check_bins
+        from goexplore.envs import game_names, make_env
+
+        if self.cells not in REGISTRY:
+            return [f"cells: unknown representation {self.cells!r}; choose one of: {', '.join(REGISTRY)}"]
+        p = check_bins(self)
+        if self.cells != "downscale" and self.env in game_names():
+            env = make_env(self.env)
+            try:
+                p += representation_class(self.cells).problems(self.env, env.fact_names)
+            finally:
+                env.close()
         return p
 
     def validate(self) -> "Config":
@@ -66,6 +120,8 @@ class Config:
 
     @classmethod
     def from_json(cls, d: dict) -> "Config":
+        """A config from its JSON; fields it lacks (it was written by an older
+        version) take their defaults, which are the reference behaviour."""
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:

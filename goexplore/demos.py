@@ -19,34 +19,40 @@ class Replay:
     frames: list | None = None # RGB frames (reset + every step) when asked for
 
 
-def replay(env_name: str, actions, cells, *, keep_frames: bool = False) -> Replay:
-    """Play ``actions`` from reset; sum the raw rewards and key the final frame."""
+def replay(env_name: str, actions, cells, *, keep_frames: bool = False,
+           end_on_life: bool = True) -> Replay:
+    """Play ``actions`` from reset; sum the raw rewards and key the final frame
+    (keying every step: a representation may carry context along the path).
+    An episode ends at game over, and at a life loss with ``end_on_life``."""
     env = make_env(env_name)
     try:
         frame = env.reset()
         lives = env.lives()
-        score, done, early = 0.0, False, None
+        key_of = cells.keyer()
+        score, done, early, key = 0.0, False, None, None
         frames = [env.render_rgb().copy()] if keep_frames else None
         n = len(actions)
         for t, a in enumerate(np.asarray(actions).tolist()):
             frame, reward, terminated, now = env.step(int(a))
             score += reward
-            done = bool(terminated) or now < lives
+            done = bool(terminated) or (end_on_life and now < lives)
             if done and t < n - 1 and early is None:
                 early = t
             lives = now
+            key = None if done else key_of(frame, env.facts())
             if keep_frames:
                 frames.append(env.render_rgb().copy())
-        key = None if done else cells.key(frame)
+        if n == 0:
+            key = key_of(frame, env.facts())
         return Replay(score, n, key, done, early, frames)
     finally:
         env.close()
 
 
 def verify_cell(env_name: str, cells, actions, *, key: bytes, score: float, length: int,
-                is_done: bool) -> tuple[bool, str]:
+                is_done: bool, end_on_life: bool = True) -> tuple[bool, str]:
     """Does the trajectory reach this cell with this score? (ok, explanation)"""
-    r = replay(env_name, actions, cells)
+    r = replay(env_name, actions, cells, end_on_life=end_on_life)
     problems = []
     if r.length != length:
         problems.append(f"length {r.length} != archived {length}")
@@ -63,11 +69,14 @@ def verify_cell(env_name: str, cells, actions, *, key: bytes, score: float, leng
     return True, f"replayed {r.length} steps from reset: score {r.score:g} as archived"
 
 
-def verify_archive(env_name: str, cells, archive, explog) -> tuple[int, list[tuple[int, str]]]:
+def verify_archive(env_name: str, cells, archive, explog,
+                   end_on_life: bool = True) -> tuple[int, list[tuple[int, str]]]:
     """Replay-verify EVERY cell in one pass: the cells' trajectories form a tree
     in the experience log, and a depth-first walk from reset plays each of its
     steps once, going back to a branch point by restoring a state this very
-    replay produced (never an archived one). Returns (steps played, failures)."""
+    replay produced (never an archived one). A key is computed from the
+    previous step's key (which holds any context the representation carries).
+    Returns (steps played, failures)."""
     from goexplore.explore import DONE_KEY
 
     targets: dict[int, list[int]] = {}
@@ -100,33 +109,38 @@ def verify_archive(env_name: str, cells, archive, explog) -> tuple[int, list[tup
     env = make_env(env_name)
     try:
         frame = env.reset()
+        root_key = cells.keyer()(frame, env.facts())
         for i in targets.get(-1, []):
-            check(i, 0.0, 0, cells.key(frame), False, False)
-        # stack of (node, state to restore or None, score, lives, depth, early)
-        stack = [(c, None, 0.0, env.lives(), 0, False) for c in reversed(children.get(-1, []))]
+            check(i, 0.0, 0, root_key, False, False)
+        # stack of (node, state to restore or None, score, lives, depth, early, last key)
+        stack = [(c, None, 0.0, env.lives(), 0, False, b"")
+                 for c in reversed(children.get(-1, []))]
         if len(stack) > 1:
             root = env.clone_state()
             stack = [(c, root, *rest) for c, _, *rest in stack]
         played = 0
         while stack:
-            node, state, score, lives, depth, early = stack.pop()
+            node, state, score, lives, depth, early, last = stack.pop()
             if state is not None:
                 env.restore_state(state)
             frame, reward, terminated, now = env.step(explog.entry(node)[1])
             played += 1
-            done = bool(terminated) or now < lives
+            done = bool(terminated) or (end_on_life and now < lives)
+            key = None if done else cells.keyer(last)(frame, env.facts())
             score += reward
             depth += 1
             for i in targets.get(node, []):
-                check(i, score, depth, None if done else cells.key(frame), done, early)
+                check(i, score, depth, key, done, early)
             kids = children.get(node, [])
             if not kids:
                 continue
             early = early or done
+            if key is not None:
+                last = key
             branch = env.clone_state() if len(kids) > 1 else None
             for c in reversed(kids[1:]):
-                stack.append((c, branch, score, now, depth, early))
-            stack.append((kids[0], None, score, now, depth, early))
+                stack.append((c, branch, score, now, depth, early, last))
+            stack.append((kids[0], None, score, now, depth, early, last))
         return played, failures
     finally:
         env.close()

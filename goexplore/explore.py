@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-DONE_KEY = b""  # the virtual end-of-episode cell (never sampled)
+from goexplore.cells import DONE_KEY
 
-_TASK = struct.Struct("<iIihdqI")   # index, seed, steps, lives, score, length, state bytes
+_TASK = struct.Struct("<iIihdqII")  # index, seed, steps, lives, score, length, state, key bytes
 
 
 @dataclass
@@ -44,10 +44,11 @@ class Task:
     length: int         # ... and its trajectory length
     seed: int           # this episode's own random seed
     steps: int          # max agent steps
+    key: bytes = b""    # the chosen cell's key, for representations that need its context
 
     def encode(self) -> bytes:
         return _TASK.pack(self.index, self.seed, self.steps, self.lives, self.score,
-                          self.length, len(self.state)) + bytes(self.state)
+                          self.length, len(self.state), len(self.key)) + bytes(self.state) + self.key
 
     @staticmethod
     def decode_many(buf, offset: int = 0) -> list["Task"]:
@@ -55,10 +56,11 @@ class Task:
         mv = memoryview(buf)
         o = offset
         while o < len(mv):
-            index, seed, steps, lives, score, length, ln = _TASK.unpack_from(mv, o)
+            index, seed, steps, lives, score, length, ln, kn = _TASK.unpack_from(mv, o)
             o += _TASK.size
-            out.append(Task(index, bytes(mv[o:o + ln]), lives, score, length, seed, steps))
-            o += ln
+            out.append(Task(index, bytes(mv[o:o + ln]), lives, score, length, seed, steps,
+                            bytes(mv[o + ln:o + ln + kn])))
+            o += ln + kn
         return out
 
 
@@ -74,18 +76,21 @@ def encode_results(raws: list[tuple], nf: int) -> bytes:
     :func:`explore_raw` tuples."""
     table, finals = array("i"), array("d")
     f8, i4, i2 = array("d"), array("i"), array("h")
-    rew_t, seen, rooms, cids, ct, slen, klen = (array("i") for _ in range(7))
+    rew_t, seen, rooms, cids, ct, slen, klen, nseen, nc = (array("i") for _ in range(9))
     cscore, lives = array("d"), array("h")
     facts, first, acts, states, keys = array("h"), bytearray(), bytearray(), [], []
-    for (index, actions, done, final, r_t, r_v, sn, rm, ci, t, fi, sc, lv, fa, st, nk) in raws:
+    for (index, actions, done, final, r_t, r_v, sn, sns, rm, ci, cs, t, fi, sc, lv, fa, st,
+         nk) in raws:
         table.extend((index, len(actions), done, len(r_t), len(sn), len(rm), len(ci), len(nk)))
         finals.append(final)
         f8.extend(r_v)
         rew_t.extend(r_t)
         seen.extend(sn)
+        nseen.extend(sns)
         rooms.extend(rm)
         if ci:
             cids.extend(ci)
+            nc.extend(cs)
             ct.extend(t)
             cscore.extend(sc)
             lives.extend(lv)
@@ -99,7 +104,7 @@ def encode_results(raws: list[tuple], nf: int) -> bytes:
             klen.extend(map(len, nk))
         acts += actions
     f8.extend(cscore)
-    for part in (rew_t, seen, rooms, cids, ct, slen, klen):
+    for part in (rew_t, seen, rooms, cids, ct, slen, klen, nseen, nc):
         i4.extend(part)
     i2.extend(lives)
     i2.extend(facts)
@@ -120,7 +125,7 @@ def decode_results(buf) -> list["EpisodeResult"]:
     N, K, M, NR, C, NK = tot[1], tot[3], tot[4], tot[5], tot[6], tot[7]
     f8 = np.frombuffer(mv, np.float64, K + C, o)
     o += 8 * (K + C)
-    n4 = K + M + NR + 3 * C + NK
+    n4 = K + M + NR + 3 * C + NK + M + C
     i4 = np.frombuffer(mv, np.int32, n4, o)
     o += 4 * n4
     i2 = np.frombuffer(mv, np.int16, C * (1 + nf), o)
@@ -130,7 +135,9 @@ def decode_results(buf) -> list["EpisodeResult"]:
     rew_v, cscore = f8[:K], f8[K:]
     rew_t, seen, rooms = i4[:K], i4[K:K + M], i4[K + M:K + M + NR]
     j = K + M + NR
-    cids, ct, slen, klen = i4[j:j + C], i4[j + C:j + 2 * C], i4[j + 2 * C:j + 3 * C], i4[j + 3 * C:]
+    cids, ct, slen = i4[j:j + C], i4[j + C:j + 2 * C], i4[j + 2 * C:j + 3 * C]
+    j += 3 * C
+    klen, nseen, nc = i4[j:j + NK], i4[j + NK:j + NK + M], i4[j + NK + M:]
     lives, facts = i2[:C], i2[C:].reshape(C, nf)
     first, actions = u8[:C].view(np.bool_), u8[C:]
     out = []
@@ -147,12 +154,12 @@ def decode_results(buf) -> list["EpisodeResult"]:
                                 rew_t[ok:ok + k], rew_v[ok:ok + k], seen[om:om + m],
                                 cids[oc:oc + c], ct[oc:oc + c], first[oc:oc + c],
                                 cscore[oc:oc + c], lives[oc:oc + c], facts[oc:oc + c], st, [],
-                                rooms[onr:onr + nr])
+                                rooms[onr:onr + nr], nseen[om:om + m], nc[oc:oc + c])
         else:
             res = EpisodeResult(index, actions[on:on + n], done != 0, finals[len(out)],
                                 rew_t[ok:ok + k], rew_v[ok:ok + k], seen[om:om + m],
                                 _NO_I4, _NO_I4, _NO_BOOL, _NO_F8, _NO_I2, _NO_I2.reshape(0, nf),
-                                [], [], rooms[onr:onr + nr])
+                                [], [], rooms[onr:onr + nr], nseen[om:om + m], _NO_I4)
         if nk:
             for ln in klen[onk:onk + nk].tolist():
                 res.new_keys.append(bytes(mv[ko:ko + ln]))
@@ -174,11 +181,11 @@ class EpisodeResult:
 
     __slots__ = ("index", "actions", "done", "final_score", "rew_t", "rew_v", "seen_ids",
                  "cand_ids", "cand_t", "cand_first", "cand_score", "cand_lives", "cand_facts",
-                 "cand_states", "new_keys", "rooms", "n")
+                 "cand_states", "new_keys", "rooms", "seen_steps", "cand_steps", "n")
 
     def __init__(self, index, actions, done, final_score, rew_t, rew_v, seen_ids, cand_ids,
                  cand_t, cand_first, cand_score, cand_lives, cand_facts, cand_states, new_keys,
-                 rooms):
+                 rooms, seen_steps, cand_steps):
         self.index = index                  # position in the batch
         self.actions = actions              # uint8 [n]
         self.done = done                    # the last step ended the episode (life lost / over)
@@ -194,14 +201,17 @@ class EpisodeResult:
         self.cand_facts = cand_facts        # int16 [c, F]
         self.cand_states = cand_states      # compressed states at the best visits
         self.new_keys = new_keys            # keys unknown to the view, in first-visit order
-        self.rooms = rooms                  # int: distinct rooms (facts[0]) seen
+        self.rooms = rooms                  # int: distinct rooms (the env's room fact) seen
+        self.seen_steps = seen_steps        # int [m]: steps taken in each of seen_ids
+        self.cand_steps = cand_steps        # int [c]: steps taken in each of cand_ids
         self.n = len(actions)
 
     # --- wire format (one episode; see encode_results) ---------------------------------
     def raw(self) -> tuple:
         return (self.index, self.actions.tobytes(), self.done, self.final_score,
                 self.rew_t.tolist(), self.rew_v.tolist(), self.seen_ids.tolist(),
-                self.rooms.tolist(), self.cand_ids.tolist(), self.cand_t.tolist(),
+                self.seen_steps.tolist(), self.rooms.tolist(), self.cand_ids.tolist(),
+                self.cand_steps.tolist(), self.cand_t.tolist(),
                 self.cand_first.tolist(), self.cand_score.tolist(), self.cand_lives.tolist(),
                 [tuple(f) for f in self.cand_facts.tolist()], list(self.cand_states),
                 list(self.new_keys))
@@ -297,21 +307,25 @@ class WorkerView:
 
 
 # --- the episode -----------------------------------------------------------------------------
-def explore(env, cells, codec, view: WorkerView, task: Task, repeat_p: float) -> EpisodeResult:
+def explore(env, cells, codec, view: WorkerView, task: Task, repeat_p: float,
+            end_on_life: bool = True) -> EpisodeResult:
     """Restore the chosen cell, then up to ``task.steps`` repeated random actions;
-    a life loss or game over ends the episode on the DONE cell."""
-    raw = explore_raw(env, cells, codec, view, task, repeat_p)
+    a life loss (with ``end_on_life``) or game over ends the episode on the DONE cell."""
+    raw = explore_raw(env, cells, codec, view, task, repeat_p, end_on_life)
     return decode_results(encode_results([raw], len(env.fact_names)))[0]
 
 
-def explore_raw(env, cells, codec, view: WorkerView, task: Task, repeat_p: float) -> tuple:
+def explore_raw(env, cells, codec, view: WorkerView, task: Task, repeat_p: float,
+                end_on_life: bool = True) -> tuple:
     """:func:`explore`, returning the result as Python lists (see :func:`encode_results`)."""
     rng = np.random.default_rng(task.seed)
     env.restore_state(codec.decompress(task.state))
     # no reads here: after a restore, screen and RAM are stale until a step
 
     random, integers = rng.random, rng.integers
-    step, key_of, facts = env.step, cells.key, env.facts
+    step, facts = env.step, env.facts
+    key_of = cells.keyer(task.key)          # the chosen cell's key carries any context
+    ri = env.fact_names.index(env.room_fact) if env.room_fact else None
     lookup = view.ids.get
     vscore, vlen = view.score, view.length
     n_actions = env.n_actions
@@ -320,7 +334,7 @@ def explore_raw(env, cells, codec, view: WorkerView, task: Task, repeat_p: float
     rew_v: list[float] = []
     new_keys: list[bytes] = []
     new_index: dict[bytes, int] = {}
-    visits: dict[int, list] = {}            # id -> [first step, best step, best score]
+    visits: dict[int, list] = {}            # id -> [first step, best step, best score, steps]
     snaps: dict[int, tuple] = {}            # id -> (lives, facts, state) at its best visit
     rooms = set()
     score, length, prev_lives = task.score, task.length, task.lives
@@ -337,9 +351,10 @@ def explore_raw(env, cells, codec, view: WorkerView, task: Task, repeat_p: float
             rew_v.append(reward)
         score += reward
         f = facts()
-        rooms.add(f[0])
-        done = terminated or lives < prev_lives
-        key = DONE_KEY if done else key_of(frame)
+        if ri is not None:
+            rooms.add(f[ri])
+        done = terminated or (end_on_life and lives < prev_lives)
+        key = DONE_KEY if done else key_of(frame, f)
         cid = lookup(key)
         if cid is None:
             cid = new_index.get(key)
@@ -348,10 +363,12 @@ def explore_raw(env, cells, codec, view: WorkerView, task: Task, repeat_p: float
                 new_keys.append(key)
         v = visits.get(cid)
         if v is None:
-            visits[cid] = [t, t, score]
+            visits[cid] = [t, t, score, 1]
         elif score > v[2]:                  # a better visit (the earliest of the max wins)
             v[1], v[2] = t, score
+            v[3] += 1
         else:
+            v[3] += 1
             if done:
                 break
             prev_lives = lives
@@ -364,18 +381,20 @@ def explore_raw(env, cells, codec, view: WorkerView, task: Task, repeat_p: float
             break
         prev_lives = lives
 
-    seen, cids, ct, cfirst, cscore, clives, cfacts, cstates = [], [], [], [], [], [], [], []
-    for cid, (t0, tb, s) in visits.items():
+    seen, nseen, cids, nc, ct, cfirst, cscore, clives, cfacts, cstates = ([] for _ in range(10))
+    for cid, (t0, tb, s, k) in visits.items():
         snap = snaps.get(cid)
         if snap is None:
             seen.append(cid)
+            nseen.append(k)
             continue
         cids.append(cid)
+        nc.append(k)
         ct.append(tb)
         cfirst.append(t0 == tb)
         cscore.append(s)
         clives.append(snap[0])
         cfacts.append(snap[1])
         cstates.append(snap[2])
-    return (task.index, actions, done, float(score), rew_t, rew_v, seen, sorted(rooms), cids,
-            ct, cfirst, cscore, clives, cfacts, cstates, new_keys)
+    return (task.index, actions, done, float(score), rew_t, rew_v, seen, nseen, sorted(rooms),
+            cids, nc, ct, cfirst, cscore, clives, cfacts, cstates, new_keys)

@@ -24,6 +24,7 @@ from goexplore.envs import make_env
 from goexplore.errors import CheckpointError
 from goexplore.explog import ExperienceLog
 from goexplore.explore import DONE_KEY, Task
+from goexplore.selection import SelectionParams
 from goexplore.store import RunDir, adopt_chunks, read_checkpoint
 
 PROTOCOL = ("Phase 1 deterministic search with emulator restore (no sticky actions): "
@@ -36,12 +37,13 @@ class Progress:
     total: int
     batch: int
     cells: int
-    rooms: int
+    rooms: int | None        # None: the game has no room fact
     best_done: float | None
     max_score: float
     steps_per_s: float
     since_ckpt_s: float | None
     logged: bool = True      # a metrics row was written at this batch (else an in-between update)
+    level: int | None = None  # highest level of an archived cell (None: the game has no levels)
 
 
 class Phase1:
@@ -52,8 +54,10 @@ class Phase1:
         self.cells = self.spec.make_cells()
         env = make_env(cfg.env)
         self.fact_names = env.fact_names
+        self.room_fact, self.level_fact = env.room_fact, env.level_fact
         env.close()
-        self.archive = Archive(self.cells.key_size, len(self.fact_names))
+        self.params = SelectionParams.from_config(cfg)
+        self.archive = self._new_archive()
         self.explog = ExperienceLog(run_dir.explog_dir if run_dir else None, cfg.explog_chunk)
         self.codec = StateCodec()
         self.codec_level = 0           # state-model trainings done (see codec.TRAIN_AT)
@@ -65,14 +69,26 @@ class Phase1:
         self.bytes_received = 0
         self.backend_counters: dict[str, float] = {}   # summed over runs (see goexplore.bench)
 
+    def _archive_args(self) -> dict:
+        li = self.fact_names.index(self.level_fact) if self.level_fact else None
+        return {"params": self.params, "rep": self.cells, "level_fact": li}
+
+    def _new_archive(self) -> Archive:
+        return Archive(self.cells.key_size, len(self.fact_names), **self._archive_args())
+
+    @property
+    def has_rooms(self) -> bool:
+        return self.room_fact is not None
+
     # --- start --------------------------------------------------------------------
     def seed_root(self) -> None:
         """The root cell: the frame and state right after reset (a reset's frame
         is fresh; only restores leave stale reads)."""
         env = make_env(self.cfg.env)
         frame = env.reset()
-        self.archive.add(self.cells.key(frame), self.codec.compress(env.clone_state()),
-                         0.0, 0, -1, env.lives(), env.facts())
+        facts = env.facts()
+        self.archive.add(self.cells.keyer()(frame, facts), self.codec.compress(env.clone_state()),
+                         0.0, 0, -1, env.lives(), facts)
         env.close()
 
     # --- the loop -------------------------------------------------------------------
@@ -84,6 +100,7 @@ class Phase1:
         backend.start(archive.full_view(), self.codec.dictionary, view_fn=archive.full_view)
         archive.views_synced()
         t0, f0 = time.perf_counter(), self.frames
+        context = self.cells.needs_context
         try:
             while self.frames < cfg.total_frames:
                 if should_stop():
@@ -94,8 +111,9 @@ class Phase1:
                 # one draw per task; the same numbers and generator state as one call
                 # per task (tests/test_archive.py checks it), at 1/20 of the cost
                 seeds = rng.integers(2**31, size=cfg.batch_cells).tolist()
+                keys = [archive.key_of(c) for c in cap.ids] if context else [b""] * len(cap.ids)
                 tasks = [Task(i, cap.states[i], cap.lives[i], cap.score[i], cap.length[i],
-                              seeds[i], cfg.explore_steps)
+                              seeds[i], cfg.explore_steps, keys[i])
                          for i in range(cfg.batch_cells)]
                 for res in backend.run_batch(archive.take_delta(), tasks):
                     i = res.index      # cap's rows are Python lists: no conversions needed
@@ -143,8 +161,9 @@ class Phase1:
     def progress(self, rate: float, logged: bool = True) -> Progress:
         a = self.archive
         since = None if self.last_ckpt_time is None else time.time() - self.last_ckpt_time
-        return Progress(self.frames, self.cfg.total_frames, self.batch, a.n, len(a.rooms),
-                        a.best_done_score, a.max_archive_score, rate, since, logged)
+        return Progress(self.frames, self.cfg.total_frames, self.batch, a.n,
+                        len(a.rooms) if self.has_rooms else None, a.best_done_score,
+                        a.max_archive_score, rate, since, logged, a.max_level_reached)
 
     def log_metrics(self, steps_per_s: float) -> None:
         a = self.archive
@@ -153,7 +172,8 @@ class Phase1:
                "best_done_score": a.best_done_score, "max_archive_score": a.max_archive_score,
                "ep_return_mean": float(np.mean(tail)) if tail else None,
                "game_return_count": a.n_done_episodes,
-               "n_cells": a.n, "rooms_found": len(a.rooms), "explog_entries": self.explog.count,
+               "n_cells": a.n, "rooms_found": len(a.rooms) if self.has_rooms else None,
+               "max_level": a.max_level_reached, "explog_entries": self.explog.count,
                "time": round(time.time(), 3)}
         if self.run_dir:
             self.run_dir.append_metrics(row)
@@ -204,7 +224,8 @@ class Phase1:
                 raise CheckpointError(f"{ckpt / 'archive.npz'}: holds {len(arrays.get('score', ()))} "
                                       f"cells, meta.json says {n}")
             a = self.archive = Archive.from_arrays(self.cells.key_size, len(self.fact_names),
-                                                   arrays, states, where=str(ckpt / "archive.npz"))
+                                                   arrays, states, where=str(ckpt / "archive.npz"),
+                                                   **self._archive_args())
             a.done_scores.extend(float(x) for x in meta["done_scores"])
             a.n_done_episodes = int(meta.get("n_done_episodes", len(meta["done_scores"])))
             a.rooms = {int(x) for x in meta["rooms"]}
@@ -241,7 +262,8 @@ class Phase1:
         for name, i in targets:
             ok, why = verify_cell(self.cfg.env, self.cells, self.explog.trajectory(int(a.traj_last[i])),
                                   key=a.key_of(i), score=float(a.score[i]),
-                                  length=int(a.traj_len[i]), is_done=a.key_of(i) == DONE_KEY)
+                                  length=int(a.traj_len[i]), is_done=a.key_of(i) == DONE_KEY,
+                                  end_on_life=self.cfg.episode_end == "life")
             out[name] = {"cell": i, "score": float(a.score[i]), "ok": ok, "detail": why}
         return out
 
@@ -249,13 +271,15 @@ class Phase1:
         a = self.archive
         best = a.best_done_score
         return {
-            "env": self.cfg.env, "seed": self.cfg.seed,
+            "env": self.cfg.env, "seed": self.cfg.seed, "preset": self.cfg.preset,
+            "cells": self.cfg.cells, "episode_end": self.cfg.episode_end,
             "frames_total": self.frames, "frames_unit": "agent_steps",
             "emulator_frames_total": self.frames * 4 if self.cfg.env != "toy" else None,
             "batches": self.batch,
             "metric": "best_done_score", "value": best if best is not None else 0.0,
             "best_done_score": best, "max_archive_score": a.max_archive_score,
-            "n_cells": a.n, "rooms_found": len(a.rooms),
+            "n_cells": a.n, "rooms_found": len(a.rooms) if self.has_rooms else None,
+            "max_level": a.max_level_reached,
             "explog_entries": self.explog.count,
             "verified": all(v["ok"] for v in verification.values()),
             "verification": verification, "protocol": PROTOCOL,

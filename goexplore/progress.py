@@ -39,12 +39,20 @@ def eta_s(p) -> float | None:
     return max(0, p.total - p.frames) / p.steps_per_s
 
 
+def _place(p) -> str:
+    """'rooms R  level L' for the facts the game has (level: the highest reached,
+    counting from 0, so level 1 means the first level was completed)."""
+    out = "" if getattr(p, "rooms", None) is None else f"  rooms {p.rooms}"
+    lv = getattr(p, "level", None)
+    return out + ("" if lv is None else f"  level {lv}")
+
+
 def plain_line(p, since_ckpt: float | None = None) -> str:
     """One line with everything a log reader needs."""
     since = p.since_ckpt_s if since_ckpt is None else since_ckpt
     pct = 100.0 * p.frames / p.total if p.total else 0.0
     return (f"steps {p.frames:,}/{p.total:,} ({pct:.1f}%)  {p.steps_per_s:,.0f} steps/s  "
-            f"ETA {fmt_duration(eta_s(p))}  cells {p.cells:,}  rooms {p.rooms}  "
+            f"ETA {fmt_duration(eta_s(p))}  cells {p.cells:,}{_place(p)}  "
             f"best {_score(p.best_done)}  max {_score(p.max_score)}  "
             f"ckpt {fmt_duration(since)}{' ago' if since is not None else ''}  batch {p.batch:,}")
 
@@ -132,7 +140,9 @@ class ProgressReporter:
         grid.add_row(ProgressBar(total=p.total, completed=min(p.frames, p.total), width=width), text)
         since = self._since_ckpt()
         stats = Text.assemble(
-            "cells ", (f"{p.cells:,}", "bold"), "  rooms ", (f"{p.rooms}", "bold"),
+            "cells ", (f"{p.cells:,}", "bold"),
+            *((("  rooms ", (f"{p.rooms}", "bold")) if p.rooms is not None else ())),
+            *((("  level ", (f"{p.level}", "bold magenta")) if p.level is not None else ())),
             "  best ", (_score(p.best_done), "bold green"),
             "  max ", (_score(p.max_score), "bold"),
             "  last checkpoint ", (fmt_duration(since) + (" ago" if since is not None else ""),

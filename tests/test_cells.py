@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import goexplore.cells as cells_mod
-from goexplore.cells import DownscaleCells, reference_key
+import goexplore.cells.downscale as cells_mod
+from goexplore.cells.downscale import DownscaleCells, reference_key
 
 GAMES = ("montezuma_revenge", "pitfall", "private_eye", "venture", "gravitar", "solaris",
          "freeway", "berzerk", "bowling", "centipede", "skiing")

@@ -198,3 +198,24 @@ def test_sigterm_stops_like_ctrl_c(tmp_path):
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 130 and "resume with:" in out, out
     assert verify_run(d).ok
+
+
+def test_kill_dk_run_resumes_to_the_same_result(tmp_path):
+    """kill -9 of a domain-knowledge run (every selection term on, episodes to
+    game over) at a mid-run moment and at three injection points."""
+    from test_dk import TOY_DK, _flags
+
+    cfg = dict(TOY, extra=tuple(_flags(TOY_DK)))
+    base = tmp_path / "baseline"
+    t0 = time.perf_counter()
+    r = cli(run_args(base, resume=False, **cfg))
+    wall = time.perf_counter() - t0
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = tmp_path / "run"
+    for kind, arg in [("time", 0.6 * wall), ("chunk-write", 2), ("ckpt-rename", 1),
+                      ("ckpt-publish", 1)]:
+        killed, _ = _kill_run(d, kind, arg, cfg)
+        assert killed, f"{kind}:{arg} was not reached"
+        _assert_intact(d, f"after kill at {kind}:{arg}")
+    _finish(d, cfg)
+    assert_same_run(d, base)

@@ -4,26 +4,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from goexplore.cells import DownscaleCells
+from goexplore.cells import make_cells
 from goexplore.codec import StateCodec
+from goexplore.config import Config
 from goexplore.envs import make_env
 from goexplore.explore import EpisodeResult, Task, WorkerView, decode_results, encode_results, explore_raw
 
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    env: str
-    cell_width: int
-    cell_height: int
-    cell_levels: int
-    repeat_p: float
+    """What a worker needs to know: the run's config (env, cells, exploration)."""
+    config: Config
 
     @classmethod
-    def from_config(cls, cfg) -> "WorkerSpec":
-        return cls(cfg.env, cfg.cell_width, cfg.cell_height, cfg.cell_levels, cfg.action_repeat_p)
+    def from_config(cls, cfg: Config) -> "WorkerSpec":
+        return cls(cfg)
 
-    def make_cells(self) -> DownscaleCells:
-        return DownscaleCells(self.cell_width, self.cell_height, self.cell_levels)
+    @property
+    def env(self) -> str:
+        return self.config.env
+
+    @property
+    def repeat_p(self) -> float:
+        return self.config.action_repeat_p
+
+    @property
+    def end_on_life(self) -> bool:
+        return self.config.episode_end == "life"
+
+    def make_cells(self):
+        return make_cells(self.config)
 
 
 class Worker:
@@ -39,7 +49,8 @@ class Worker:
 
     def run_raw(self, task: Task) -> tuple:
         """Explore one task; the result as Python lists (see explore.encode_results)."""
-        return explore_raw(self.env, self.cells, self.codec, self.view, task, self.spec.repeat_p)
+        return explore_raw(self.env, self.cells, self.codec, self.view, task, self.spec.repeat_p,
+                           self.spec.end_on_life)
 
     def encode(self, raws: list[tuple]) -> bytes:
         return encode_results(raws, len(self.env.fact_names))

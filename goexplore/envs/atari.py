@@ -23,15 +23,28 @@ class Game:
     name: str        # our short name (CLI)
     rom: str         # ale-py ROM id
     env_id: str      # Gymnasium id, for reference
+    #: per-step facts read from RAM: (name, address), in the order ``facts()`` returns them
+    ram: tuple[tuple[str, int], ...] = ()
+    room_fact: str | None = None     # the fact that is the game's room ("rooms found")
+    level_fact: str | None = None    # the fact that is the game's level
 
 
-def _game(name: str, rom: str, title: str) -> Game:
-    return Game(name, rom, f"ALE/{title}-v5")
+def _game(name: str, rom: str, title: str, ram=(), room=None, level=None) -> Game:
+    return Game(name, rom, f"ALE/{title}-v5", tuple(ram), room, level)
 
+
+# RAM facts, checked against the games in tests/test_envs.py:
+# Montezuma: room RAM[3], player x RAM[42] and y RAM[43] (screen pixels), level RAM[57]
+#   (0 on the first level), inventory bitmask RAM[65] (keys: see goexplore.cells.domain).
+# Pitfall: scene RAM[1] (an 8-bit shift register: 255 scenes, 196 at the start), x RAM[97],
+#   y RAM[105] (32 on the surface, larger going down), treasures RAM[113] (31 at the
+#   start: the game counts the 32 treasures down from 31).
+MONTEZUMA_RAM = (("room", 3), ("x", 42), ("y", 43), ("level", 57), ("inventory", 65))
+PITFALL_RAM = (("scene", 1), ("x", 97), ("y", 105), ("treasures", 113))
 
 GAMES: dict[str, Game] = {g.name: g for g in (
-    _game("montezuma", "montezuma_revenge", "MontezumaRevenge"),
-    _game("pitfall", "pitfall", "Pitfall"),
+    _game("montezuma", "montezuma_revenge", "MontezumaRevenge", MONTEZUMA_RAM, "room", "level"),
+    _game("pitfall", "pitfall", "Pitfall", PITFALL_RAM, "scene"),
     _game("private_eye", "private_eye", "PrivateEye"),
     _game("venture", "venture", "Venture"),
     _game("gravitar", "gravitar", "Gravitar"),
@@ -43,10 +56,12 @@ GAMES: dict[str, Game] = {g.name: g for g in (
     _game("skiing", "skiing", "Skiing"),
 )}
 
-# RAM addresses (Montezuma's Revenge). Byte 3 is the room; the reference reads
-# it for every game as a diagnostic, so "rooms" means RAM[3] everywhere.
-ROOM_RAM = 3
-MONTEZUMA_RAM = {"x": 42, "y": 43, "level": 57, "inventory": 65}
+
+def quiet_ale() -> None:
+    """Silence ALE's start-up banner ("A.L.E: ... [Powered by Stella]") and its
+    info lines in this process; errors still print."""
+    from ale_py import ALEInterface, LoggerMode
+    ALEInterface.setLoggerMode(LoggerMode.Error)
 
 
 class AtariEnv:
@@ -58,6 +73,7 @@ class AtariEnv:
 
         if game not in GAMES:
             raise ValueError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+        quiet_ale()
         self.game = GAMES[game]
         self._gym = _GymAtari(game=self.game.rom, frameskip=FRAMESKIP,
                               repeat_action_probability=0.0, obs_type="grayscale",
@@ -67,8 +83,9 @@ class AtariEnv:
         self._actions = list(self._gym._action_set)
         self.n_actions = len(self._actions)
         self._screen = np.empty((210, 160), dtype=np.uint8)
-        self._is_montezuma = game == "montezuma"
-        self.fact_names = ("room",) + (tuple(MONTEZUMA_RAM) if self._is_montezuma else ())
+        self.fact_names = tuple(name for name, _ in self.game.ram)
+        self.room_fact, self.level_fact = self.game.room_fact, self.game.level_fact
+        self._ram_addr = np.array([a for _, a in self.game.ram], np.intp)
 
     @property
     def ale(self):
@@ -97,10 +114,9 @@ class AtariEnv:
         return self._ale.lives()
 
     def facts(self) -> tuple[int, ...]:
-        ram = self._ale.getRAM()
-        if self._is_montezuma:
-            return (int(ram[ROOM_RAM]), int(ram[42]), int(ram[43]), int(ram[57]), int(ram[65]))
-        return (int(ram[ROOM_RAM]),)
+        if not len(self._ram_addr):
+            return ()
+        return tuple(self._ale.getRAM()[self._ram_addr].tolist())
 
     def render_rgb(self) -> np.ndarray:
         return self._ale.getScreenRGB()

@@ -27,9 +27,12 @@ class RestorableEnv(Protocol):
 
     #: number of discrete actions (actions are ``0 .. n_actions - 1``)
     n_actions: int
-    #: names of the per-step integer facts returned by :meth:`facts`
-    #: (the first is always ``"room"``; -1 where the env has no rooms)
+    #: names of the per-step integer facts returned by :meth:`facts` (may be empty)
     fact_names: tuple[str, ...]
+    #: the fact that is the env's room ("rooms found"), or None where it has none
+    room_fact: str | None
+    #: the fact that is the env's level, or None where it has none
+    level_fact: str | None
 
     def reset(self) -> np.ndarray:
         """Start the (single, deterministic) initial state; return its frame."""

@@ -40,6 +40,7 @@ class ToyEnv:
 
     n_actions = len(_MOVES)
     fact_names = ("room", "x", "y", "level", "inventory")
+    room_fact, level_fact = "room", "level"
 
     def __init__(self, game: str = "toy"):
         self.game = game

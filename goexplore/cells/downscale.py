@@ -327,6 +327,29 @@ class DownscaleCells:
     height: int = 8
     levels: int = 8
 
+    name = "downscale"          # registry name (goexplore.cells.REGISTRY)
+    needs_context = False       # a key depends only on its own frame
+
+    @classmethod
+    def from_config(cls, cfg) -> "DownscaleCells":
+        return cls(cfg.cell_width, cfg.cell_height, cfg.cell_levels)
+
+    @staticmethod
+    def problems(env: str, fact_names: tuple[str, ...]) -> list[str]:
+        return []                # any frame can be downscaled
+
+    def keyer(self, start_key: bytes = b""):
+        """The per-episode key function ``(frame, facts) -> key`` (no context)."""
+        key = self.key
+        return lambda frame, facts: key(frame)
+
+    def describe(self, key: bytes) -> str:
+        return f"{self.width}x{self.height} downscale, {self.levels + 1} grey levels"
+
+    def place(self, key: bytes):
+        """A downscaled frame has no position: no map terms in selection."""
+        return None
+
     def __post_init__(self):
         for name, hi in (("width", 4096), ("height", 4096), ("levels", 255)):
             object.__setattr__(self, name, _check_int(name, getattr(self, name), 1, hi))

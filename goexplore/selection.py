@@ -1,0 +1,203 @@
+"""Which cell to return to: the papers' selection weight as one vectorised formula.
+
+For a cell with counters ``seen``, ``chosen``, ``since_new`` (picks since it
+last led to something new or better) and ``steps`` (agent steps taken in it),
+and, for cells with a position (:class:`goexplore.cells.Place`), the number of
+missing left/right and up/down neighbours and whether it holds the most items
+(keys) of all cells at its place::
+
+    W = ( sum_k w_k / (c_k + 1) ** p_k                  k in seen, chosen, since_new, steps
+          + horiz * missing_lr + vert * missing_ud + keys * holds_most )
+        * low_level_weight ** (max_level - level)
+
+(Ecoffet et al. 2019, section 2.1 and appendix A.5; the original code's
+``WeightedSelector``). Terms whose weight is 0 are left out, and a power of
+0.5 is computed as a square root, so the reference's ``1 / sqrt(seen + 1)``
+(seen weight 1, all else 0) is bit-exact. The DONE cell weighs 0.
+
+:class:`PlaceTerms` keeps the map terms up to date as cells arrive: a new
+cell changes the terms of at most its four neighbours and of the cells at its
+place, so an archive of any size costs a few dictionary operations per new
+cell. A neighbour past the x (or y) range seen so far lies in the next room of
+the representation's room grid at the other end of the range (the original
+code's rule); off the grid counts as missing, as there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from goexplore.cells import neighbour_room
+
+_OFFSETS = ((-1, 0), (1, 0), (0, -1), (0, 1))
+
+
+@dataclass(frozen=True)
+class SelectionParams:
+    seen: tuple[float, float] = (1.0, 0.5)        # (weight, power)
+    chosen: tuple[float, float] = (0.0, 0.5)
+    since_new: tuple[float, float] = (0.0, 0.5)
+    steps: tuple[float, float] = (0.0, 0.5)
+    horiz: float = 0.0
+    vert: float = 0.0
+    keys: float = 0.0
+    low_level_weight: float = 1.0
+    reset_on_update: bool = True
+
+    @classmethod
+    def from_config(cls, cfg) -> "SelectionParams":
+        return cls((cfg.seen_weight, cfg.seen_power), (cfg.chosen_weight, cfg.chosen_power),
+                   (cfg.since_new_weight, cfg.since_new_power),
+                   (cfg.steps_weight, cfg.steps_power), cfg.horiz_weight, cfg.vert_weight,
+                   cfg.keys_weight, cfg.low_level_weight, cfg.reset_on_update)
+
+    @property
+    def uses_places(self) -> bool:
+        return bool(self.horiz or self.vert or self.keys)
+
+    @property
+    def uses_levels(self) -> bool:
+        return self.low_level_weight != 1.0
+
+    @property
+    def pick_counters(self) -> bool:
+        """Whether picking a cell changes its weight (chosen / since-new terms)."""
+        return bool(self.chosen[0] or self.since_new[0])
+
+
+def _count_term(c: np.ndarray, weight: float, power: float) -> np.ndarray:
+    x = c + 1.0
+    if power == 0.5:
+        t = 1.0 / np.sqrt(x)
+    elif power == 1.0:
+        t = 1.0 / x
+    else:
+        t = x ** -power
+    return t if weight == 1.0 else weight * t
+
+
+def cell_weights(p: SelectionParams, *, seen, chosen, since_new, steps, missing_lr, missing_ud,
+                 holds_most, level, max_level: int, is_done) -> np.ndarray:
+    """The selection weight of each cell (all arguments are aligned arrays)."""
+    w = None
+    for c, (weight, power) in ((seen, p.seen), (chosen, p.chosen), (since_new, p.since_new),
+                               (steps, p.steps)):
+        if weight:
+            t = _count_term(c, weight, power)
+            w = t if w is None else w + t
+    if w is None:
+        w = np.zeros(len(seen))
+    if p.horiz:
+        w = w + p.horiz * missing_lr
+    if p.vert:
+        w = w + p.vert * missing_ud
+    if p.keys:
+        w = w + p.keys * holds_most
+    if p.low_level_weight != 1.0:
+        w = w * np.power(p.low_level_weight, (max_level - level).astype(np.float64))
+    w[is_done] = 0.0
+    return w
+
+
+class PlaceTerms:
+    """Missing neighbours, holds-the-most-items and levels of every positioned
+    cell, kept incrementally (see the module docstring)."""
+
+    def __init__(self, rep):
+        self.rep = rep
+        self.pos: dict[tuple, int] = {}          # (level, group, room, x, y) -> id
+        self.places: dict[tuple, list] = {}      # (level, room, x, y) -> [max items, ids...]
+        self.xr: tuple[int, int] | None = None   # x and y bin ranges seen
+        self.yr: tuple[int, int] | None = None
+        self.cell_place: dict[int, tuple] = {}   # id -> Place
+
+    def neighbour(self, pl, dx: int, dy: int):
+        """The position key of the neighbour in direction (dx, dy), or None off the grid."""
+        x, y, room = pl.x + dx, pl.y + dy, pl.room
+        (x0, x1), (y0, y1) = self.xr, self.yr
+        rdx = rdy = 0
+        if x < x0:
+            x, rdx = x1, -1
+        elif x > x1:
+            x, rdx = x0, 1
+        elif y < y0:
+            y, rdy = y1, -1
+        elif y > y1:
+            y, rdy = y0, 1
+        if rdx or rdy:
+            room = neighbour_room(self.rep, room, rdx, rdy)
+            if room is None:
+                return None
+        return (pl.level, pl.group, room, x, y)
+
+    def add(self, i: int, key: bytes, arrays, recompute: bool = True) -> list[int] | None:
+        """Cell ``i`` (key ``key``) was added. Updates the arrays
+        (``missing_lr``, ``missing_ud``, ``holds_most``) and returns the other
+        ids whose terms changed, or None when every cell's did (a new x/y range:
+        recompute everything; skipped with ``recompute=False``, for a bulk load
+        that ends with :meth:`recompute_neighbours`)."""
+        pl = self.rep.place(key)
+        if pl is None:
+            return []
+        self.cell_place[i] = pl
+        self.pos[(pl.level, pl.group, pl.room, pl.x, pl.y)] = i
+        wider = False
+        if self.xr is None:
+            self.xr, self.yr, wider = (pl.x, pl.x), (pl.y, pl.y), True
+        if not self.xr[0] <= pl.x <= self.xr[1]:
+            self.xr, wider = (min(self.xr[0], pl.x), max(self.xr[1], pl.x)), True
+        if not self.yr[0] <= pl.y <= self.yr[1]:
+            self.yr, wider = (min(self.yr[0], pl.y), max(self.yr[1], pl.y)), True
+        changed = self._add_items(i, pl, arrays)
+        if wider:
+            if recompute:
+                self.recompute_neighbours(arrays)
+            return None
+        lr = ud = 0
+        for dx, dy in _OFFSETS:
+            nb = self.neighbour(pl, dx, dy)
+            j = self.pos.get(nb) if nb is not None else None
+            if j is None:
+                if dx:
+                    lr += 1
+                else:
+                    ud += 1
+                continue
+            # symmetric: i is j's neighbour in the opposite direction
+            (arrays.missing_lr if dx else arrays.missing_ud)[j] -= 1
+            changed.append(j)
+        arrays.missing_lr[i], arrays.missing_ud[i] = lr, ud
+        return changed
+
+    def _add_items(self, i: int, pl, arrays) -> list[int]:
+        q = (pl.level, pl.room, pl.x, pl.y)
+        entry = self.places.get(q)
+        if entry is None:
+            self.places[q] = [pl.items, i]
+            arrays.holds_most[i] = True
+            return []
+        top = entry[0]
+        entry.append(i)
+        if pl.items < top:
+            arrays.holds_most[i] = False
+            return []
+        arrays.holds_most[i] = True
+        if pl.items == top:
+            return []
+        entry[0] = pl.items
+        losers = [j for j in entry[1:-1] if arrays.holds_most[j]]
+        arrays.holds_most[losers] = False
+        return losers
+
+    def recompute_neighbours(self, arrays) -> None:
+        for i, pl in self.cell_place.items():
+            lr = ud = 0
+            for dx, dy in _OFFSETS:
+                nb = self.neighbour(pl, dx, dy)
+                if nb is None or nb not in self.pos:
+                    if dx:
+                        lr += 1
+                    else:
+                        ud += 1
+            arrays.missing_lr[i], arrays.missing_ud[i] = lr, ud
