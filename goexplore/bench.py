@@ -52,6 +52,7 @@ TARGETS = {
     "worker_to_master_bytes_per_step": ("<=", 64.0),
     "archive_bytes_per_cell": ("<=", 300.0),
     "selection_ms_per_batch": ("<=", 1.0),
+    "selection_dk_ms_per_batch": ("<=", 1.0),
     "checkpoint_resume_s": ("<=", 30.0),
 }
 
@@ -403,33 +404,117 @@ def checkpoint_bench(n_cells: int, env_name: str = "montezuma") -> dict:
 
 
 # --- the whole bench ---------------------------------------------------------------------------
-def facts_cost(env_name: str, steps: int = 4000, rounds: int = 3, seed: int = 0) -> dict:
-    """What reading the per-cell RAM facts (room, x, y, level, inventory) adds to
-    an agent step: the same random action sequence with and without
-    ``env.facts()``, interleaved, best of ``rounds`` each."""
+def facts_cost(env_name: str, states: int = 200, calls: int = 200, rounds: int = 5,
+               seed: int = 0) -> dict:
+    """What reading the per-step RAM facts costs, timed directly (not as the
+    difference of two noisy step loops): ``env.facts()`` called ``calls`` times
+    on each of ``states`` states reached by random play, best of ``rounds``;
+    and an agent step for scale. Also the domain-knowledge key built from the
+    facts, where the game has one."""
+    from goexplore.cells import representation_class
     from goexplore.envs import make_env
 
     env = make_env(env_name)
-    acts = np.random.default_rng(seed).integers(env.n_actions, size=steps).tolist()
-
-    def loop(with_facts: bool) -> float:
-        env.reset()
-        t = time.perf_counter()
-        for a in acts:
-            if env.step(a)[2]:
-                env.reset()
-            if with_facts:
-                env.facts()
-        return (time.perf_counter() - t) / steps
-
-    plain, facts = [], []
+    rng = np.random.default_rng(seed)
+    env.reset()
+    per_round, steps = [], []
+    keyer, key_round = None, []
+    for name in ("montezuma-dk", "pitfall-dk"):
+        rep = representation_class(name)
+        if not rep.problems(env_name, env.fact_names):
+            keyer = rep().keyer()
     for _ in range(rounds):
-        plain.append(loop(False))
-        facts.append(loop(True))
+        t_facts = t_key = t_step = 0.0
+        for _ in range(states):
+            a = int(rng.integers(env.n_actions))
+            t = time.perf_counter()
+            done = env.step(a)[2]
+            t_step += time.perf_counter() - t
+            if done:
+                env.reset()
+                continue
+            facts = env.facts
+            t = time.perf_counter()
+            for _ in range(calls):
+                facts()
+            t_facts += time.perf_counter() - t
+            if keyer is not None:
+                f = facts()
+                t = time.perf_counter()
+                for _ in range(calls):
+                    keyer(None, f)
+                t_key += time.perf_counter() - t
+        per_round.append(t_facts / (states * calls))
+        key_round.append(t_key / (states * calls))
+        steps.append(t_step / states)
     env.close()
-    extra = max(min(facts) - min(plain), 0.0)
-    return {"step_us": 1e6 * min(plain), "facts_us_per_step": 1e6 * extra,
-            "facts_share_of_step": extra / min(plain)}
+    facts_s, step_s = min(per_round), statistics.median(steps)
+    return {"step_us": 1e6 * step_s, "facts_us_per_step": 1e6 * facts_s,
+            "facts_share_of_step": facts_s / step_s, "n_facts": len(env.fact_names),
+            "dk_key_us_per_step": 1e6 * min(key_round) if keyer is not None else None}
+
+
+def selection_dk_bench(n_cells: int, batches: int = 30, touched: int = 600, new: int = 20,
+                       seed: int = 0) -> dict:
+    """The montezuma-dk preset's selection at ``n_cells`` cells: per batch,
+    ``touched`` cells' counters change and ``new`` cells arrive (each updating
+    its neighbours' and its place's map terms), then ``sample(100)``. ms per
+    batch for the sample (all weight terms), and µs per new cell for the map terms."""
+    from goexplore.archive import Archive
+    from goexplore.cells import make_cells
+    from goexplore.presets import apply_preset
+    from goexplore.selection import SelectionParams
+
+    cfg = apply_preset("montezuma-dk", {})
+    rep = make_cells(cfg)
+    rng = np.random.default_rng(seed)
+
+    def keys(n):
+        k = np.zeros((n, rep.key_size), np.uint8)
+        k[:, 0] = rng.integers(0, 3, n)              # level
+        k[:, 1] = rng.integers(0, 24, n)             # room
+        k[:, 2] = rng.integers(0, 20, n)             # x bin
+        k[:, 3] = rng.integers(9, 16, n)             # y bin
+        k[:, 4] = rng.integers(0, 4, n)              # keys held
+        for j in range(3):
+            k[:, 5 + j] = np.where(k[:, 4] > j, rng.integers(0, 24, n), 255)
+        return k
+
+    pool = np.unique(keys(3 * (n_cells + batches * new)), axis=0)
+    pool = pool[rng.permutation(len(pool))]
+    base = pool[:n_cells]
+    arrays = {
+        "keys": base, "score": rng.integers(0, 50, n_cells).astype(np.float64) * 100,
+        "traj_len": rng.integers(1, 5000, n_cells), "traj_last": rng.integers(0, 10 * n_cells, n_cells),
+        "seen": rng.geometric(0.02, n_cells) - 1, "chosen": rng.integers(0, 100, n_cells),
+        "chosen_since_new": rng.integers(0, 50, n_cells), "lives": np.full(n_cells, 5, np.int16),
+        "facts": np.zeros((n_cells, 5), np.int16), "is_done": np.zeros(n_cells, np.bool_),
+        "steps": rng.integers(0, 1000, n_cells).astype(np.int32),
+    }
+    arrays["facts"][:, 3] = base[:, 0]
+    t = time.perf_counter()
+    a = Archive.from_arrays(rep.key_size, 5, arrays, [b"\x01state"] * n_cells, where="synthetic",
+                            params=SelectionParams.from_config(cfg), rep=rep, level_fact=3)
+    load = time.perf_counter() - t
+    gen = np.random.default_rng(seed + 2)
+    a.sample(100, gen)
+    extra = iter(pool[n_cells:].tolist())
+    times, add_times = [], []
+    for _ in range(batches):
+        ids = rng.integers(0, a.n, touched)
+        a._seen[ids] += 1
+        a._touched.append(ids)
+        t = time.perf_counter()
+        for _ in range(new):
+            k = bytes(next(extra))
+            a.add(k, b"\x01state", 0.0, 10, 0, 5, (k[1], 0, 0, k[0], 0))
+        add_times.append((time.perf_counter() - t) / new)
+        t = time.perf_counter()
+        a.sample(100, gen)
+        times.append(time.perf_counter() - t)
+    return {"cells": n_cells, "ms_per_batch": 1e3 * statistics.median(times),
+            "ms_per_batch_max": 1e3 * max(times),
+            "us_per_new_cell": 1e6 * statistics.median(add_times), "load_s": load}
 
 
 def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_000,
@@ -453,6 +538,7 @@ def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_00
     cpu = pipe["cpu"] if pipe["steps"] else pipe["run_cpu"]
     log("  selection ...")
     sel = selection_bench(select_cells)
+    sel_dk = selection_dk_bench(select_cells)
     log("  checkpoint + resume ...")
     ck = checkpoint_bench(ckpt_cells, env)
     mem = pipe["memory"]
@@ -482,12 +568,17 @@ def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_00
         "selection_ms_per_batch": sel["ms_per_batch"],
         "selection_ms_per_batch_max": sel["ms_per_batch_max"],
         "selection_reference_ms_per_batch": sel["reference_ms_per_batch"],
+        "selection_dk_ms_per_batch": sel_dk["ms_per_batch"],
+        "selection_dk_ms_per_batch_max": sel_dk["ms_per_batch_max"],
+        "selection_dk_us_per_new_cell": sel_dk["us_per_new_cell"],
         "checkpoint_cells": ck["cells"],
         "checkpoint_s": ck["checkpoint_s"], "resume_s": ck["resume_s"],
         "checkpoint_resume_s": ck["checkpoint_resume_s"],
         "checkpoint_bytes": ck["checkpoint_bytes"],
         "facts_us_per_step": facts["facts_us_per_step"],
         "facts_share_of_step": facts["facts_share_of_step"],
+        "facts_n": facts["n_facts"], "step_us": facts["step_us"],
+        "dk_key_us_per_step": facts["dk_key_us_per_step"],
         "measured_wall_s": wall, "total_wall_s": pipe["total_wall"],
         "startup_and_tail_s": pipe["run_wall"] - wall,
         # where workers waited, as a share of their time (process backend only)
@@ -526,8 +617,13 @@ def format_report(r: dict) -> str:
              " ms"),
         line(f"checkpoint + resume ({r['checkpoint_cells']:,} cells)", "checkpoint_resume_s", ".1f",
              " s"),
-        f"  {'RAM facts per step (room, x, y, ...)':<46}{r['facts_us_per_step']:.2f} µs "
-        f"({100 * r['facts_share_of_step']:.1f}% of a step)",
+        line(f"selection, montezuma-dk weights ({r['selection_cells']:,} cells)",
+             "selection_dk_ms_per_batch", ".3f", " ms"),
+        f"  {'  map terms per new cell':<46}{r['selection_dk_us_per_new_cell']:.1f} µs",
+        f"  {'RAM facts read per step (%d facts)' % r['facts_n']:<46}{r['facts_us_per_step']:.2f} µs "
+        f"({100 * r['facts_share_of_step']:.2f}% of a {r['step_us']:.0f} µs step)",
+        *([f"  {'domain-knowledge key per step':<46}{r['dk_key_us_per_step']:.2f} µs"]
+          if r.get("dk_key_us_per_step") is not None else []),
         f"  {'workers waiting: batch tails, between':<46}"
         f"{100 * r['worker_idle_share_batch_tail']:.1f}%, "
         f"{100 * r['worker_idle_share_between_batches']:.1f}% of their time",

@@ -94,8 +94,9 @@ def cell_weights(p: SelectionParams, *, seen, chosen, since_new, steps, missing_
         w = w + p.vert * missing_ud
     if p.keys:
         w = w + p.keys * holds_most
-    if p.low_level_weight != 1.0:
-        w = w * np.power(p.low_level_weight, (max_level - level).astype(np.float64))
+    if p.low_level_weight != 1.0:      # low_level_weight ** (levels below the top), by table
+        table = p.low_level_weight ** np.arange(max_level + 1, dtype=np.float64)
+        w = w * table[max_level - np.minimum(level, max_level)]
     w[is_done] = 0.0
     return w
 

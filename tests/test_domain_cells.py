@@ -111,3 +111,22 @@ def test_registry_and_config_choose_the_representation():
 def test_bad_cell_settings_are_named(changes, words):
     problems = Config(**changes).problems()
     assert any(words in p for p in problems), problems
+
+
+def test_no_emulator_banner(tmp_path):
+    """ALE prints "A.L.E: ... [Powered by Stella]" when an emulator starts, in every
+    process; goexplore silences it through ale-py's logger setting."""
+    import subprocess
+    import sys
+
+    code = ("from goexplore.envs import make_env\n"
+            "e = make_env('montezuma'); e.reset(); e.step(0); print('stepped')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "stepped" in r.stdout, r.stderr
+    assert "Stella" not in r.stdout + r.stderr and "A.L.E" not in r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "goexplore.cli", "run", "--env", "montezuma",
+                        "--total-frames", "100", "--batch-cells", "2", "--n-workers", "2",
+                        "--run-dir", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Stella" not in r.stdout + r.stderr

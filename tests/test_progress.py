@@ -10,7 +10,7 @@ from goexplore.phase1 import Progress
 from goexplore.progress import ProgressReporter, fmt_duration, plain_line
 
 LINE = re.compile(r"^steps (?P<frames>[\d,]+)/(?P<total>[\d,]+) \([\d.]+%\)  (?P<rate>[\d,]+) steps/s  "
-                  r"ETA (?P<eta>\S+)  cells (?P<cells>[\d,]+)  rooms (?P<rooms>\d+)  "
+                  r"ETA (?P<eta>\S+)  cells (?P<cells>[\d,]+)(  rooms (?P<rooms>\d+))?(  level (?P<level>\d+))?  "
                   r"best (?P<best>\S+)  max (?P<max>\S+)  ckpt (?P<ckpt>\S+)( ago)?  batch [\d,]+$")
 
 
@@ -85,3 +85,13 @@ def test_cli_run_off_a_terminal_prints_plain_progress_lines(tmp_path):
         assert m, ln
         assert m["total"] == "6,000" and int(m["cells"].replace(",", "")) > 0
     assert "\x1b" not in run.stdout
+
+
+def test_rooms_and_level_shown_only_where_the_game_has_them():
+    from goexplore.progress import plain_line
+
+    p = _p()
+    with_level = plain_line(Progress(**{**p.__dict__, "level": 2}))
+    assert LINE.match(with_level)["level"] == "2" and LINE.match(with_level)["rooms"] == "3"
+    bare = plain_line(Progress(**{**p.__dict__, "rooms": None}))
+    assert "rooms" not in bare and "level" not in bare and LINE.match(bare)

@@ -84,13 +84,16 @@ def curve_rows(rows: list[dict], phase1) -> list[dict]:
     (the last batch usually ends between two rows)."""
     a = phase1.archive
     rows = list(rows)
+    rooms = phase1.has_rooms
     if rows and rows[0].get("batch", 0) <= phase1.cfg.log_every_batches:
-        rows.insert(0, {"batch": 0, "frames": 0, "n_cells": 1, "rooms_found": 1,
-                        "max_archive_score": 0.0, "best_done_score": None})
+        rows.insert(0, {"batch": 0, "frames": 0, "n_cells": 1, "rooms_found": 1 if rooms else None,
+                        "max_archive_score": 0.0, "best_done_score": None,
+                        "max_level": 0 if a.level_fact is not None else None})
     if not rows or phase1.frames > rows[-1].get("frames", 0):
         rows.append({"batch": phase1.batch, "frames": phase1.frames, "n_cells": a.n,
-                     "rooms_found": len(a.rooms), "max_archive_score": a.max_archive_score,
-                     "best_done_score": a.best_done_score})
+                     "rooms_found": len(a.rooms) if rooms else None,
+                     "max_archive_score": a.max_archive_score,
+                     "best_done_score": a.best_done_score, "max_level": a.max_level_reached})
     return rows
 
 

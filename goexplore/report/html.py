@@ -53,7 +53,12 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
         (_score(a.best_done_score), "best end-of-episode score"),
         (_score(a.max_archive_score), "max archive score"),
         (f"{a.n:,}", "cells"),
-        (f"{len(a.rooms)}", "rooms seen (RAM[3])"),
+        *([(f"{len(a.rooms)}", f"rooms seen (the game's {phase1.room_fact} fact)")]
+          if phase1.has_rooms else []),
+        *([(f"{a.max_level_reached}", "highest level reached (0: the first)")]
+          if a.level_fact is not None else []),
+        (escape(cfg.preset), f"preset ({cfg.cells} cells, episode ends at "
+                             f"{'a life loss' if cfg.episode_end == 'life' else 'game over'})"),
         (_num(rate), "agent steps / s (last row)"),
         (_num(final.get("wall_s"), "{:,.0f} s") if final else "–", "wall time"),
         ("–" if verified is None else ("yes" if verified else "NO"),

@@ -40,6 +40,7 @@ CURVES = (
     ("max_archive_score", "max archive score"),
     ("n_cells", "cells in the archive"),
     ("rooms_found", "rooms found"),
+    ("max_level", "highest level (0: the first)"),
     ("steps_per_s", "agent steps / s"),
     ("ep_return_mean", "mean return, last 20 episodes"),
 )
@@ -50,7 +51,7 @@ def curves_png(rows: list[dict], title: str = "", dpi: int = 100) -> bytes:
     plt = _plt()
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6), constrained_layout=True)
+    fig, axes = plt.subplots(2, 4, figsize=(15, 6), constrained_layout=True)
     frames = np.array([r.get("frames", 0) for r in rows], dtype=float)
     for ax, (name, label) in zip(axes.flat, CURVES):
         y = np.array([np.nan if r.get(name) is None else r[name] for r in rows], dtype=float)
@@ -69,7 +70,7 @@ def curves_png(rows: list[dict], title: str = "", dpi: int = 100) -> bytes:
         ax.set_title(label, fontsize=10)
         ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
         ax.xaxis.set_major_locator(MaxNLocator(5))
-        if name in ("rooms_found",):
+        if name in ("rooms_found", "max_level"):
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=8)
