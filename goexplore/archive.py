@@ -83,7 +83,7 @@ class Archive:
         self.params = params or SelectionParams()
         self.rep = rep
         self.level_fact = level_fact
-        self.max_level = 0               # highest level of any non-DONE entry set so far
+        self.max_level = 0               # highest level of the non-DONE cells
         self._places = PlaceTerms(rep) if (self.params.uses_places and rep is not None) else None
         self._touch_all = False
         self.n = 0
@@ -330,10 +330,16 @@ class Archive:
         self.facts[i] = facts
         if new or self.params.reset_on_update:
             self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = self.steps[i] = 0
-        if self.level_fact is not None:
+        if self.level_fact is not None and not self.is_done[i]:
+            old = None if new else int(self.level[i])
             lv = self.level[i] = self.facts[i, self.level_fact]
-            if lv > self.max_level and not self.is_done[i]:
-                self.max_level = int(lv)
+            top = self.max_level
+            if lv > top:
+                top = int(lv)
+            elif old == top and lv < old:   # the top level's only cell may have moved down
+                top = int(self.level[:self.n][~self.is_done[:self.n]].max(initial=0))
+            if top != self.max_level:       # max_level: the top level of the live cells
+                self.max_level = top
                 self._touch_all = self._touch_all or self.params.uses_levels
         self.dirty.add(i)
         self._touched_ids.append(i)

@@ -156,3 +156,27 @@ def test_params_from_a_preset():
     assert p.seen == (1.0, 0.5) and p.keys == 1.0 and p.horiz == 0.1 and p.vert == 0.0
     assert p.low_level_weight == 0.1 and p.uses_places and p.uses_levels
     assert not SelectionParams.from_config(apply_preset("reference", {})).uses_places
+
+
+def test_level_weight_follows_the_top_level_of_live_cells():
+    """low_level_weight ** (max level - level), with max level the top level of the
+    live cells: it rises when a higher cell arrives and falls back when the only
+    top-level cell improves into a lower level; cached weights follow."""
+    from goexplore.archive import Archive
+
+    p = SelectionParams(low_level_weight=0.1)
+    a = Archive(2, 1, params=p, level_fact=0)
+    for j, lv in enumerate((0, 0, 1)):
+        a.add(bytes((j, 0)), b"s", 0.0, 1, 0, 3, (lv,))
+    a._weights()
+    assert a.max_level == 1
+    np.testing.assert_allclose(a.weight[:3], [0.1, 0.1, 1.0])
+    a._replace(2, b"s", 5.0, 1, 0, 3, (0,))            # the level-1 cell is now level 0
+    csum = a._weights()
+    assert a.max_level == 0
+    np.testing.assert_array_equal(a.weight[:3], a.weights_of(np.arange(3)))
+    np.testing.assert_allclose(a.weight[:3], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(csum, np.cumsum(a.weight[:3]))
+    a.add(b"", b"s", 0.0, 1, 0, 3, (7,))                # a DONE cell's level does not count
+    a._weights()
+    assert a.max_level == 0 and a.weight[3] == 0.0

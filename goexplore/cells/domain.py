@@ -53,25 +53,37 @@ def _needs(env: str, fact_names, want: tuple[str, ...], rep: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class MontezumaCells:
-    """(level, room, x // x_bin, y // y_bin, keys, key rooms...) as 8 bytes."""
+class _RamCells:
+    """What the RAM-fact representations share: the bins and the facts they need."""
 
     x_bin: int = 8
     y_bin: int = 16
+
+    name = ""
+    FACTS: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, cfg):
+        return cls(cfg.cell_x_bin, cfg.cell_y_bin)
+
+    @classmethod
+    def problems(cls, env: str, fact_names) -> list[str]:
+        return _needs(env, fact_names, cls.FACTS, cls.name)
+
+    def _bins(self, x: int, y: int) -> str:
+        return (f"x {x * self.x_bin}-{(x + 1) * self.x_bin - 1}, "
+                f"y {y * self.y_bin}-{(y + 1) * self.y_bin - 1}")
+
+
+@dataclass(frozen=True)
+class MontezumaCells(_RamCells):
+    """(level, room, x // x_bin, y // y_bin, keys, key rooms...) as 8 bytes."""
 
     name = "montezuma-dk"
     needs_context = True
     key_size = 5 + MAX_KEYS
     room_grid = PYRAMID
     FACTS = ("room", "x", "y", "level", "inventory")
-
-    @classmethod
-    def from_config(cls, cfg) -> "MontezumaCells":
-        return cls(cfg.cell_x_bin, cfg.cell_y_bin)
-
-    @classmethod
-    def problems(cls, env: str, fact_names) -> list[str]:
-        return _needs(env, fact_names, cls.FACTS, cls.name)
 
     def keyer(self, start_key: bytes = b""):
         """Key function for an episode starting in the cell ``start_key``; its
@@ -96,8 +108,7 @@ class MontezumaCells:
             return "DONE"
         level, room, x, y, n = key[:5]
         held = ", ".join(f"room {r}" for r in key[5:5 + n]) or "none"
-        return (f"level {level + 1}, room {room}, x {x * self.x_bin}-{(x + 1) * self.x_bin - 1}, "
-                f"y {y * self.y_bin}-{(y + 1) * self.y_bin - 1}, keys: {held}")
+        return f"level {level}, room {room}, {self._bins(x, y)}, keys: {held}"
 
     def place(self, key: bytes) -> Place | None:
         if len(key) != self.key_size:
@@ -106,25 +117,14 @@ class MontezumaCells:
 
 
 @dataclass(frozen=True)
-class PitfallCells:
+class PitfallCells(_RamCells):
     """(scene, treasures left, x // x_bin, y // y_bin) as 4 bytes."""
-
-    x_bin: int = 8
-    y_bin: int = 16
 
     name = "pitfall-dk"
     needs_context = False
     key_size = 4
     room_grid = None          # scenes form a ring of a shift register, not a grid
     FACTS = ("scene", "x", "y", "treasures")
-
-    @classmethod
-    def from_config(cls, cfg) -> "PitfallCells":
-        return cls(cfg.cell_x_bin, cfg.cell_y_bin)
-
-    @classmethod
-    def problems(cls, env: str, fact_names) -> list[str]:
-        return _needs(env, fact_names, cls.FACTS, cls.name)
 
     def keyer(self, start_key: bytes = b""):
         xb, yb = self.x_bin, self.y_bin
@@ -138,8 +138,7 @@ class PitfallCells:
         if not key:
             return "DONE"
         scene, treasures, x, y = key
-        return (f"scene {scene}, {treasures} treasures left, x {x * self.x_bin}-"
-                f"{(x + 1) * self.x_bin - 1}, y {y * self.y_bin}-{(y + 1) * self.y_bin - 1}")
+        return f"scene {scene}, treasures counter {treasures}, {self._bins(x, y)}"
 
     def place(self, key: bytes) -> Place | None:
         if len(key) != self.key_size:

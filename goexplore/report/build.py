@@ -33,6 +33,7 @@ class TopCell:
     chosen: int
     replayed_score: float
     thumb_png: bytes = field(repr=False)
+    description: str = ""        # the cell representation's description of its key
 
 
 @dataclass
@@ -155,7 +156,7 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True,
             rep.top.append(TopCell(rank, i, float(a.score[i]), int(a.traj_len[i]),
                                    {k: int(v) for k, v in zip(names, a.facts[i])},
                                    int(a.seen[i]), int(a.chosen[i]), played.score,
-                                   png_bytes(thumb)))
+                                   png_bytes(thumb), phase1.cells.describe(a.key_of(i))))
 
         # the room map ----------------------------------------------------------------
         layout = layout_for(cfg.env, names)

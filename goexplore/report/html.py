@@ -126,13 +126,16 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
         facts = "".join(f"<td>{_fact(n, t.facts.get(n))}</td>" for n in names)
         check = (f'<span class="ok">✓ {t.replayed_score:,g}</span>' if ok
                  else f'<span class="bad">✗ {t.replayed_score:,g}</span>')
-        out.append(f"<tr><td>{t.rank}</td><td>{t.cell}</td><td>{t.score:,g}</td>"
+        out.append(f"<tr><td>{t.rank}</td><td title=\"{escape(t.description)}\">{t.cell}</td>"
+                   f"<td>{t.score:,g}</td>"
                    f"<td>{t.length:,}</td>{facts}<td>{t.seen:,}</td><td>{t.chosen:,}</td>"
                    f"<td>{check}</td><td class='l'><img class='thumb' alt='cell {t.cell}' "
                    f"src=\"{data_uri(t.thumb_png, 'image/png')}\"></td></tr>")
     out.append("</table>")
     out.append('<p class="note">replay: the score obtained by replaying the cell\'s trajectory '
-               "from reset in a fresh environment (✓ when it equals the archived score).</p>")
+               "from reset in a fresh environment (✓ when it equals the archived score). "
+               f"Cells are {escape(phase1.cells.describe(b'x' * phase1.cells.key_size)) if cfg.cells == 'downscale' else escape(cfg.cells) + ' keys'}; "
+               "hover over a cell number for its key.</p>")
 
     out.append("<details><summary>Configuration</summary><pre>" + escape(cfg.dumps()) + "</pre></details>")
     out.append("</main></body></html>")

@@ -72,8 +72,12 @@ def curves_png(rows: list[dict], title: str = "", dpi: int = 100) -> bytes:
         ax.xaxis.set_major_locator(MaxNLocator(5))
         if name in ("rooms_found", "max_level"):
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            if ok.any():
+                ax.set_ylim(0, max(1.0, float(np.nanmax(y))) * 1.08)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=8)
+    for ax in axes.flat[len(CURVES):]:
+        ax.axis("off")
     for ax in axes[1]:
         ax.set_xlabel("agent steps", fontsize=9)
     if title:
