@@ -14,6 +14,12 @@ Semantics (the reference's, DESIGN.md section 2):
   ``seen`` counts once per episode; the chosen cell's chosen_since_new resets
   when the episode found anything new or better.
 
+Beyond the reference: ``steps`` counts the agent steps episodes spent in a
+cell, added at the episode's end; an episode that sets a cell's entry leaves
+its ``steps`` at 0 (``seen`` follows the reference rule above; with
+``reset_on_update=False`` both keep counting instead). The selection weight is :mod:`goexplore.selection`'s
+formula; only the weights of cells whose terms changed are recomputed.
+
 ``apply`` does per episode what the reference does per step. Within one
 episode the trajectory grows by one step per step, so of all the visits to a
 cell the one that can end up stored is its best visit (the earliest with the
