@@ -87,7 +87,6 @@ class Archive:
         which fact is the level (for the level weight and ``max_level``)."""
         self.key_size, self.n_facts = key_size, n_facts
         self.params = params or SelectionParams()
-        self.rep = rep
         self.level_fact = level_fact
         self.max_level = 0               # highest level of the non-DONE cells
         self._places = PlaceTerms(rep) if (self.params.uses_places and rep is not None) else None
