@@ -179,15 +179,15 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True,
                     if i not in last_frames:
                         last_frames[i] = player.play(explog.trajectory(int(a.traj_last[i]))).last
                     shots[rm] = last_frames[i]
-                log(f"report: map of level {lev + 1}: {len(shots)} room(s) reached")
+                log(f"report: map of level {lev} (0: the first): {len(shots)} room(s) reached")
                 px, py = layout.pixel(x[sel], y[sel])
-                suffix = "" if len(levels) == 1 else f"_level{lev + 1}"
+                suffix = "" if len(levels) == 1 else f"_level{lev}"
                 for colour, vals, label, logscale in (
                         ("score", a.score[:n][sel], "cell score", False),
                         ("visits", a.seen[:n][sel], "times seen (since last improved)", True)):
                     png = plots.map_png(layout, shots, px, py, room[sel], vals, label=label,
                                         log=logscale,
-                                        title=f"{cfg.env}: level {lev + 1}, {int(sel.sum()):,} cells, "
+                                        title=f"{cfg.env}: level {lev}, {int(sel.sum()):,} cells, "
                                               f"coloured by {label}")
                     fname = f"map{suffix}.png" if colour == "score" else f"map_visits{suffix}.png"
                     (out / fname).write_bytes(png)

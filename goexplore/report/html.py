@@ -93,7 +93,7 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
                    "(the cell with the shortest trajectory in that room); grey rooms have not been "
                    "reached. Each dot is a cell, drawn where the player stood (RAM x, y).</p>")
         for m in rep.maps:
-            lev = "" if m.level is None else f"level {m.level + 1}, "
+            lev = "" if m.level is None else f"level {m.level}, "
             out.append(f"<h3>{escape(lev)}coloured by {escape(m.colour)}</h3>")
             out.append(f'<img class="fig" alt="room map, {escape(lev)}{escape(m.colour)}" '
                        f'src="{data_uri(m.png, "image/png")}">')
