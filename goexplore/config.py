@@ -96,18 +96,19 @@ class Config:
     def _cell_problems(self) -> list[str]:
         from goexplore.cells import REGISTRY, representation_class
         from goexplore.cells.domain import check_bins
-        from goexplore.envs import game_names, make_env
+        from goexplore.envs import GAMES, TOY_GAMES
 
         if self.cells not in REGISTRY:
             return [f"cells: unknown representation {self.cells!r}; choose one of: {', '.join(REGISTRY)}"]
         p = check_bins(self)
-        if self.cells != "downscale" and self.env in game_names():
-            env = make_env(self.env)
-            try:
-                p += representation_class(self.cells).problems(self.env, env.fact_names)
-            finally:
-                env.close()
-        return p
+        if self.env in GAMES:                 # the game table names the facts: no emulator needed
+            names = tuple(n for n, _ in GAMES[self.env].ram)
+        elif self.env in TOY_GAMES:
+            from goexplore.envs.toy import ToyEnv
+            names = ToyEnv.fact_names
+        else:
+            return p
+        return p + representation_class(self.cells).problems(self.env, names)
 
     def validate(self) -> "Config":
         p = self.problems()
