@@ -13,6 +13,7 @@ experience log, and reports the share of worker time spent waiting.
 Options: --step-us (cost of one agent step, default 446: this project's 2-core
 machine), --latency-us (master round trip, default 300), --batches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,13 +31,14 @@ MAX_CHUNK = 12
 
 def episode_lengths(run_dir: str | None, rng) -> np.ndarray:
     if run_dir is None:
-        return np.concatenate([rng.integers(1, 30, 600), rng.integers(30, 100, 250),
-                               np.full(150, 100)])
+        return np.concatenate(
+            [rng.integers(1, 30, 600), rng.integers(30, 100, 250), np.full(150, 100)]
+        )
     from goexplore.phase1 import load_run
 
     log = load_run(Path(run_dir)).explog.all_entries()
     prev = log["prev"]
-    starts = np.flatnonzero(prev != np.arange(len(prev)) - 1)   # an episode starts a new chain
+    starts = np.flatnonzero(prev != np.arange(len(prev)) - 1)  # an episode starts a new chain
     return np.diff(np.append(starts, len(prev)))
 
 
@@ -47,7 +49,7 @@ def simulate(lengths, workers: int, step_s: float, latency_s: float, batches: in
         todo = list(range(BATCH))
         queue: list[list] = [[] for _ in range(workers)]
 
-        def feed(w, now):
+        def feed(w, now, todo=todo, queue=queue):
             limit = 2 if len(todo) >= 8 * workers else 1
             while todo and len(queue[w]) < limit:
                 k = max(1, min(MAX_CHUNK, len(todo) // (2 * workers)))
@@ -85,8 +87,7 @@ def main() -> int:
     lengths = episode_lengths(args.run_dir, rng)
     print(f"episodes: {len(lengths):,}, mean length {lengths.mean():.1f} steps")
     for w in (1, 2, 4, 8, 16, 32):
-        share = simulate(lengths, w, args.step_us * 1e-6, args.latency_us * 1e-6,
-                         args.batches, rng)
+        share = simulate(lengths, w, args.step_us * 1e-6, args.latency_us * 1e-6, args.batches, rng)
         print(f"  {w:>2} workers: {100 * share:5.1f}% of worker time waiting at the batch barrier")
     return 0
 

@@ -7,6 +7,7 @@ bit-identical to the reference, then prints microseconds per frame (best of
 ``--repeat`` runs; wall clock and this thread's CPU time, which is less disturbed
 by other processes on a busy machine) and the speedups.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,15 +19,20 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import goexplore.cells.downscale as cells_mod  # noqa: E402
-from goexplore.cells.downscale import DownscaleCells, reference_key  # noqa: E402
+import goexplore.cells.downscale as cells_mod
+from goexplore.cells.downscale import DownscaleCells, reference_key
 
 
 def collect(game: str, n: int, seed: int = 0) -> np.ndarray:
     from ale_py.env import AtariEnv
 
-    env = AtariEnv(game=game, frameskip=4, repeat_action_probability=0.0,
-                   obs_type="grayscale", max_num_frames_per_episode=0)
+    env = AtariEnv(
+        game=game,
+        frameskip=4,
+        repeat_action_probability=0.0,
+        obs_type="grayscale",
+        max_num_frames_per_episode=0,
+    )
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     frames = [obs]
@@ -69,17 +75,21 @@ def main() -> None:
     fallback = sum(plan.key(f) is None for f in frames)
     ref = [reference_key(f) for f in frames]
     assert [cells.key(f) for f in frames] == ref, "key() differs from the reference"
-    batch = np.concatenate([cells.keys(frames[s:s + args.batch]) for s in range(0, n, args.batch)])
+    batch = np.concatenate(
+        [cells.keys(frames[s : s + args.batch]) for s in range(0, n, args.batch)]
+    )
     assert [row.tobytes() for row in batch] == ref, "keys() differs from the reference"
-    print(f"bit-identical on all {n} frames; cv2 fallback on {fallback} "
-          f"({100 * fallback / n:.2f}%)")
+    print(
+        f"bit-identical on all {n} frames; cv2 fallback on {fallback} ({100 * fallback / n:.2f}%)"
+    )
 
     key = cells.key
     runs = {
         "reference_key (cv2)": lambda: [reference_key(f) for f in frames],
         "DownscaleCells.key": lambda: [key(f) for f in frames],
-        f"DownscaleCells.keys (batch {args.batch})":
-            lambda: [cells.keys(frames[s:s + args.batch]) for s in range(0, n, args.batch)],
+        f"DownscaleCells.keys (batch {args.batch})": lambda: [
+            cells.keys(frames[s : s + args.batch]) for s in range(0, n, args.batch)
+        ],
     }
     results = {}
     for name, fn in runs.items():
@@ -89,7 +99,9 @@ def main() -> None:
     base_wall, base_cpu = results["reference_key (cv2)"]
     print(f"{'':38s} {'wall us/frame':>14s} {'speedup':>8s} {'cpu us/frame':>13s} {'speedup':>8s}")
     for name, (wall, cpu) in results.items():
-        print(f"{name:38s} {wall:14.2f} {base_wall / wall:7.1f}x {cpu:13.2f} {base_cpu / cpu:7.1f}x")
+        print(
+            f"{name:38s} {wall:14.2f} {base_wall / wall:7.1f}x {cpu:13.2f} {base_cpu / cpu:7.1f}x"
+        )
 
 
 if __name__ == "__main__":

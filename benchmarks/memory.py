@@ -15,6 +15,7 @@ and reports:
   logged step this should tend to zero;
 * RSS at 10 %, 50 % and 100 % of the budget, to show whether it levels off.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from goexplore.config import Config  # noqa: E402
-from goexplore.runner import execute, prepare  # noqa: E402
+from goexplore.config import Config
+from goexplore.runner import execute, prepare
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MB = 1 << 20
@@ -52,8 +53,15 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args(argv)
 
-    cfg = Config(env=args.env, seed=args.seed, total_frames=args.frames, n_workers=args.n_workers,
-                 ckpt_every=args.ckpt_every, explog_chunk=args.explog_chunk, log_every_batches=10)
+    cfg = Config(
+        env=args.env,
+        seed=args.seed,
+        total_frames=args.frames,
+        n_workers=args.n_workers,
+        ckpt_every=args.ckpt_every,
+        explog_chunk=args.explog_chunk,
+        log_every_batches=10,
+    )
     tmp = None
     if args.run_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="goexplore-memory-")
@@ -84,8 +92,13 @@ def main(argv=None) -> int:
         return {"frames": s[0], "cells": s[1], "rss_mb": round(s[3] / MB, 1)}
 
     out = {
-        "env": args.env, "n_workers": args.n_workers, "frames": phase1.frames, "wall_s": round(wall, 1),
-        "cells": cells, "explog_entries": logged, "explog_chunks_flushed": phase1.explog.n_flushed,
+        "env": args.env,
+        "n_workers": args.n_workers,
+        "frames": phase1.frames,
+        "wall_s": round(wall, 1),
+        "cells": cells,
+        "explog_entries": logged,
+        "explog_chunks_flushed": phase1.explog.n_flushed,
         "explog_chunk": cfg.explog_chunk,
         "rss_before_run_mb": round(base / MB, 1),
         "peak_rss_exploring_mb": round(peak_explore / MB, 1),

@@ -6,6 +6,7 @@ in one run, alternating, so the machine's noise hits both alike.
 
 Target (issue "Find more in fewer steps"): <= 1 ms per batch at 100k cells.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from goexplore.bench import selection_bench, selection_dk_bench  # noqa: E402
+from goexplore.bench import selection_bench, selection_dk_bench
 
 
 def main() -> int:
@@ -31,16 +32,22 @@ def main() -> int:
     for r in range(args.rounds):
         ref.append(selection_bench(args.cells, seed=r))
         dk.append(selection_dk_bench(args.cells, seed=r))
-        print(f"round {r + 1}: reference {ref[-1]['ms_per_batch']:.3f} ms, montezuma-dk "
-              f"{dk[-1]['ms_per_batch']:.3f} ms per batch ({dk[-1]['us_per_new_cell']:.1f} µs "
-              f"per new cell for the map terms)", flush=True)
+        print(
+            f"round {r + 1}: reference {ref[-1]['ms_per_batch']:.3f} ms, montezuma-dk "
+            f"{dk[-1]['ms_per_batch']:.3f} ms per batch ({dk[-1]['us_per_new_cell']:.1f} µs "
+            f"per new cell for the map terms)",
+            flush=True,
+        )
     out = {
-        "cells": args.cells, "rounds": args.rounds,
+        "cells": args.cells,
+        "rounds": args.rounds,
         "reference_ms_per_batch": statistics.median(r["ms_per_batch"] for r in ref),
         "montezuma_dk_ms_per_batch": statistics.median(r["ms_per_batch"] for r in dk),
         "montezuma_dk_us_per_new_cell": statistics.median(r["us_per_new_cell"] for r in dk),
         "reference_python_walk_ms": statistics.median(r["reference_ms_per_batch"] for r in ref),
-        "target_ms": 1.0, "loadavg": list(os.getloadavg()), "machine": platform.platform(),
+        "target_ms": 1.0,
+        "loadavg": list(os.getloadavg()),
+        "machine": platform.platform(),
     }
     print(json.dumps(out, indent=1))
     if args.json:

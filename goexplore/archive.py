@@ -17,8 +17,8 @@ Semantics (the reference's, DESIGN.md section 2):
 Beyond the reference: ``steps`` counts the agent steps episodes spent in a
 cell, added at the episode's end; an episode that sets a cell's entry leaves
 its ``steps`` at 0 (``seen`` follows the reference rule above; with
-``reset_on_update=False`` both keep counting instead). The selection weight is :mod:`goexplore.selection`'s
-formula; only the weights of cells whose terms changed are recomputed.
+``reset_on_update=False`` both keep counting instead). The selection weight is
+:mod:`goexplore.selection`'s formula; only the weights of cells whose terms changed are recomputed.
 
 ``apply`` does per episode what the reference does per step. Within one
 episode the trajectory grows by one step per step, so of all the visits to a
@@ -37,6 +37,7 @@ only the weights of cells whose ``seen`` changed are recomputed, and the
 cumulative sum only from the first changed position on — bit-identical to a
 full ``np.cumsum`` (which adds sequentially).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -50,17 +51,27 @@ from goexplore.selection import PlaceTerms, SelectionParams, cell_weights
 
 # name -> dtype of the per-cell arrays (the first ones are the checkpoint format)
 _FIELDS = {
-    "score": np.float64, "traj_len": np.int32, "traj_last": np.int64,
-    "_seen": np.int32, "chosen": np.int32, "chosen_since_new": np.int32,
-    "lives": np.int16, "is_done": np.bool_, "steps": np.int32,
-    "missing_lr": np.int8, "missing_ud": np.int8, "holds_most": np.bool_,   # map terms
+    "score": np.float64,
+    "traj_len": np.int32,
+    "traj_last": np.int64,
+    "_seen": np.int32,
+    "chosen": np.int32,
+    "chosen_since_new": np.int32,
+    "lives": np.int16,
+    "is_done": np.bool_,
+    "steps": np.int32,
+    "missing_lr": np.int8,
+    "missing_ud": np.int8,
+    "holds_most": np.bool_,  # map terms
     "level": np.int16,
-    "weight": np.float64, "csum": np.float64,      # selection caches
-    "state_off": np.int64, "state_len": np.int32,  # where the state lives in the arena
+    "weight": np.float64,
+    "csum": np.float64,  # selection caches
+    "state_off": np.int64,
+    "state_len": np.int32,  # where the state lives in the arena
 }
 _GROW = 1.25
-DONE_SCORES_KEPT = 200     # end-of-episode scores kept (and checkpointed) for logging
-_COMPACT_AT = 0.10      # compact the state arena when this share of it is garbage
+DONE_SCORES_KEPT = 200  # end-of-episode scores kept (and checkpointed) for logging
+_COMPACT_AT = 0.10  # compact the state arena when this share of it is garbage
 
 
 class Capture:
@@ -75,24 +86,42 @@ class Capture:
 
 class Archive:
     #: arrays of a checkpoint (each with one row per cell), see :meth:`to_arrays`
-    ARRAYS = ("keys", "score", "traj_len", "traj_last", "seen", "chosen",
-              "chosen_since_new", "lives", "facts", "is_done", "steps")
+    ARRAYS = (
+        "keys",
+        "score",
+        "traj_len",
+        "traj_last",
+        "seen",
+        "chosen",
+        "chosen_since_new",
+        "lives",
+        "facts",
+        "is_done",
+        "steps",
+    )
     #: arrays a checkpoint written before they existed may lack (they start at 0)
     OPTIONAL = ("steps",)
 
-    def __init__(self, key_size: int, n_facts: int, capacity: int = 64,
-                 params: SelectionParams | None = None, rep=None, level_fact: int | None = None):
+    def __init__(
+        self,
+        key_size: int,
+        n_facts: int,
+        capacity: int = 64,
+        params: SelectionParams | None = None,
+        rep=None,
+        level_fact: int | None = None,
+    ):
         """``params``: the selection weight (default: the reference's);
         ``rep``: the cell representation (for the map terms); ``level_fact``:
         which fact is the level (for the level weight and ``max_level``)."""
         self.key_size, self.n_facts = key_size, n_facts
         self.params = params or SelectionParams()
         self.level_fact = level_fact
-        self.max_level = 0               # highest level of the non-DONE cells
+        self.max_level = 0  # highest level of the non-DONE cells
         self._places = PlaceTerms(rep) if (self.params.uses_places and rep is not None) else None
         self._touch_all = False
         self.n = 0
-        self._nibbles = True             # keys packed two values a byte (until one is >= 16)
+        self._nibbles = True  # keys packed two values a byte (until one is >= 16)
         self._cap = 0
         self._alloc(max(2, capacity))
         self._slots = np.full(64, -1, np.int32)
@@ -105,14 +134,14 @@ class Archive:
         self.done_scores: deque[float] = deque(maxlen=DONE_SCORES_KEPT)
         self.n_done_episodes = 0
         self._rooms: set[int] = set()
-        self._rooms_pending: list[np.ndarray] = []   # rooms of episodes not yet merged
-        self._seen_pending: list[np.ndarray] = []    # seen += 1 not yet applied (see apply)
-        self._steps_pending: list[np.ndarray] = []   # ... and steps += these (same ids)
-        self.dirty: set[int] = set()     # ids whose entry changed since the last view delta
-        self._view_n = 0                 # cells the workers' views know
-        self._touched: list[np.ndarray] = []   # ids whose seen changed (weights to recompute)
-        self._touched_ids: list[int] = []       # ... one at a time
-        self._csum_from = 0              # csum[:_csum_from] is up to date
+        self._rooms_pending: list[np.ndarray] = []  # rooms of episodes not yet merged
+        self._seen_pending: list[np.ndarray] = []  # seen += 1 not yet applied (see apply)
+        self._steps_pending: list[np.ndarray] = []  # ... and steps += these (same ids)
+        self.dirty: set[int] = set()  # ids whose entry changed since the last view delta
+        self._view_n = 0  # cells the workers' views know
+        self._touched: list[np.ndarray] = []  # ids whose seen changed (weights to recompute)
+        self._touched_ids: list[int] = []  # ... one at a time
+        self._csum_from = 0  # csum[:_csum_from] is up to date
 
     # --- storage -----------------------------------------------------------------------
     @property
@@ -147,7 +176,7 @@ class Archive:
         out = np.empty((len(rows), 2 * rows.shape[1]), np.uint8)
         out[:, 0::2] = rows & 15
         out[:, 1::2] = rows >> 4
-        return out[:, :self.key_size]
+        return out[:, : self.key_size]
 
     def _pack_rows(self, keys: np.ndarray) -> np.ndarray:
         if not self._nibbles:
@@ -158,25 +187,25 @@ class Archive:
 
     def _to_bytes_keys(self) -> None:
         """Leave nibble packing (a key value >= 16 arrived)."""
-        keys = self._unpack_rows(self._keys[:self.n])
+        keys = self._unpack_rows(self._keys[: self.n])
         self._nibbles = False
         self._keys = np.zeros((self._cap, self.key_size), np.uint8)
-        self._keys[:self.n] = keys
+        self._keys[: self.n] = keys
         self._rebuild_index()
 
     @property
     def keys(self) -> np.ndarray:
         """The keys as [n, key_size] uint8 (the DONE cell's row is zeros)."""
-        return self._unpack_rows(self._keys[:self.n])
+        return self._unpack_rows(self._keys[: self.n])
 
     def key_of(self, i: int) -> bytes:
         if i == self._done_id:
             return DONE_KEY
-        return self._unpack_rows(self._keys[i:i + 1])[0].tobytes()
+        return self._unpack_rows(self._keys[i : i + 1])[0].tobytes()
 
     def state(self, i: int) -> bytes:
         o = int(self.state_off[i])
-        return bytes(self._arena[o:o + int(self.state_len[i])])
+        return bytes(self._arena[o : o + int(self.state_len[i])])
 
     @property
     def states(self) -> list[bytes]:
@@ -187,9 +216,9 @@ class Archive:
         ln = len(blob)
         if not new:
             old = int(self.state_len[i])
-            if ln <= old:                              # fits in place
+            if ln <= old:  # fits in place
                 o = int(self.state_off[i])
-                self._arena[o:o + ln] = blob
+                self._arena[o : o + ln] = blob
                 self.state_len[i] = ln
                 self._garbage += old - ln
                 return
@@ -202,31 +231,37 @@ class Archive:
 
     def _compact(self) -> None:
         mv = memoryview(self._arena)
-        offs, lens = self.state_off[:self.n].tolist(), self.state_len[:self.n].tolist()
-        arena = bytearray(b"".join([mv[o:o + ln] for o, ln in zip(offs, lens)]))
+        offs, lens = self.state_off[: self.n].tolist(), self.state_len[: self.n].tolist()
+        arena = bytearray(b"".join([mv[o : o + ln] for o, ln in zip(offs, lens)]))
         del mv
         self._arena = arena
-        ends = np.cumsum(self.state_len[:self.n], dtype=np.int64)
-        self.state_off[:self.n] = ends - self.state_len[:self.n]
+        ends = np.cumsum(self.state_len[: self.n], dtype=np.int64)
+        self.state_off[: self.n] = ends - self.state_len[: self.n]
         self._garbage = 0
 
     def recompress_states(self, old, new) -> None:
         """Rewrite every state, read with codec ``old``, in codec ``new``'s form."""
         mv = memoryview(self._arena)
-        blobs = [new.compress(old.decompress(mv[o:o + ln])) for o, ln in
-                 zip(self.state_off[:self.n].tolist(), self.state_len[:self.n].tolist())]
+        blobs = [
+            new.compress(old.decompress(mv[o : o + ln]))
+            for o, ln in zip(self.state_off[: self.n].tolist(), self.state_len[: self.n].tolist())
+        ]
         del mv
         lens = np.fromiter(map(len, blobs), np.int64, len(blobs))
-        self.state_len[:self.n] = lens
-        self.state_off[:self.n] = np.cumsum(lens) - lens
+        self.state_len[: self.n] = lens
+        self.state_off[: self.n] = np.cumsum(lens) - lens
         self._arena = bytearray(b"".join(blobs))
         self._garbage = 0
 
     def memory_bytes(self) -> dict[str, int]:
         """Bytes held (allocated, not only used), by part."""
         arrays = sum(getattr(self, name).nbytes for name in _FIELDS)
-        return {"arrays": arrays + self.facts.nbytes, "keys": self._keys.nbytes,
-                "index": self._slots.nbytes, "states": self._arena.__sizeof__()}
+        return {
+            "arrays": arrays + self.facts.nbytes,
+            "keys": self._keys.nbytes,
+            "index": self._slots.nbytes,
+            "states": self._arena.__sizeof__(),
+        }
 
     # --- the key index (open addressing, linear probing, int32 ids) ---------------------
     def lookup(self, key: bytes) -> int:
@@ -236,7 +271,7 @@ class Archive:
         if len(key) != self.key_size:
             return -1
         if self._nibbles:
-            if max(key) >= 16:          # every stored key value is below 16
+            if max(key) >= 16:  # every stored key value is below 16
                 return -1
             pk = self._pack(key)
         else:
@@ -255,7 +290,7 @@ class Archive:
     def _index_insert(self, i: int, pk: bytes) -> None:
         if 2 * (self._n_indexed + 1) > len(self._slots):
             self._rebuild_index(min_slots=4 * (self._n_indexed + 1))
-            return                                   # the rebuild indexed cell i
+            return  # the rebuild indexed cell i
         slots = self._slots
         mask = len(slots) - 1
         s = hash(pk) & mask
@@ -267,15 +302,16 @@ class Archive:
     def _rebuild_index(self, min_slots: int = 0) -> None:
         """Index every cell 0..n-1 (vectorised rounds of linear probing).
         Raises ValueError on duplicate keys."""
-        ids = np.flatnonzero(~self.is_done[:self.n])
+        ids = np.flatnonzero(~self.is_done[: self.n])
         size = 64
         while size < max(min_slots, 2 * len(ids) + 2):
             size *= 2
         slots = np.full(size, -1, np.int32)
         w = self._keys.shape[1]
-        block = self._keys[:self.n].tobytes()
-        hashes = np.fromiter((hash(block[i * w:(i + 1) * w]) for i in ids.tolist()),
-                             np.int64, len(ids))
+        block = self._keys[: self.n].tobytes()
+        hashes = np.fromiter(
+            (hash(block[i * w : (i + 1) * w]) for i in ids.tolist()), np.int64, len(ids)
+        )
         if len(np.unique(hashes)) != len(hashes):
             rows = self._keys[ids]
             if len(np.unique(rows.view(np.dtype((np.void, w))).ravel())) != len(ids):
@@ -292,8 +328,9 @@ class Archive:
         self._n_indexed = len(ids)
 
     # --- cells -------------------------------------------------------------------------
-    def add(self, key: bytes, state: bytes, score: float, length: int, last: int,
-            lives: int, facts) -> int:
+    def add(
+        self, key: bytes, state: bytes, score: float, length: int, last: int, lives: int, facts
+    ) -> int:
         if key == DONE_KEY:
             if self._done_id >= 0:
                 raise ValueError("the archive already has a DONE cell")
@@ -341,9 +378,9 @@ class Archive:
             top = self.max_level
             if lv > top:
                 top = int(lv)
-            elif old == top and lv < old:   # the top level's only cell may have moved down
-                top = int(self.level[:self.n][~self.is_done[:self.n]].max(initial=0))
-            if top != self.max_level:       # max_level: the top level of the live cells
+            elif old == top and lv < old:  # the top level's only cell may have moved down
+                top = int(self.level[: self.n][~self.is_done[: self.n]].max(initial=0))
+            if top != self.max_level:  # max_level: the top level of the live cells
                 self.max_level = top
                 self._touch_all = self._touch_all or self.params.uses_levels
         self.dirty.add(i)
@@ -368,10 +405,13 @@ class Archive:
     @property
     def rooms(self) -> set[int]:
         """Rooms (``facts[0]``) seen by any step."""
+        self._merge_rooms()
+        return self._rooms
+
+    def _merge_rooms(self) -> None:
         if self._rooms_pending:
             self._rooms.update(np.unique(np.concatenate(self._rooms_pending)).tolist())
             self._rooms_pending.clear()
-        return self._rooms
 
     @rooms.setter
     def rooms(self, value) -> None:
@@ -397,17 +437,17 @@ class Archive:
         """The highest level of a non-DONE cell now in the archive (None: no level fact)."""
         if self.level_fact is None:
             return None
-        live = ~self.is_done[:self.n]
-        return int(self.facts[:self.n, self.level_fact][live].max(initial=0))
+        live = ~self.is_done[: self.n]
+        return int(self.facts[: self.n, self.level_fact][live].max(initial=0))
 
     @property
     def max_archive_score(self) -> float:
-        live = ~self.is_done[:self.n]
-        return float(self.score[:self.n][live].max())
+        live = ~self.is_done[: self.n]
+        return float(self.score[: self.n][live].max())
 
     def best_cell(self) -> int:
         """The non-DONE cell with the highest score (shortest among ties, then oldest)."""
-        live = np.flatnonzero(~self.is_done[:self.n])
+        live = np.flatnonzero(~self.is_done[: self.n])
         order = np.lexsort((live, self.traj_len[live], -self.score[live]))
         return int(live[order[0]])
 
@@ -434,7 +474,7 @@ class Archive:
             csum = self.csum
             if p == 0:
                 np.cumsum(self.weight[:n], out=csum[:n])
-            else:   # continue the sequential sum: csum[p] = csum[p-1] + w[p], ...
+            else:  # continue the sequential sum: csum[p] = csum[p-1] + w[p], ...
                 tail = self.weight[p:n].copy()
                 tail[0] = csum[p - 1] + tail[0]
                 np.cumsum(tail, out=csum[p:n])
@@ -443,11 +483,19 @@ class Archive:
 
     def weights_of(self, ids: np.ndarray) -> np.ndarray:
         """The selection weights of cells ``ids`` from their current counters."""
-        return cell_weights(self.params, seen=self._seen[ids], chosen=self.chosen[ids],
-                            since_new=self.chosen_since_new[ids], steps=self.steps[ids],
-                            missing_lr=self.missing_lr[ids], missing_ud=self.missing_ud[ids],
-                            holds_most=self.holds_most[ids], level=self.level[ids],
-                            max_level=self.max_level, is_done=self.is_done[ids])
+        return cell_weights(
+            self.params,
+            seen=self._seen[ids],
+            chosen=self.chosen[ids],
+            since_new=self.chosen_since_new[ids],
+            steps=self.steps[ids],
+            missing_lr=self.missing_lr[ids],
+            missing_ud=self.missing_ud[ids],
+            holds_most=self.holds_most[ids],
+            level=self.level[ids],
+            max_level=self.max_level,
+            is_done=self.is_done[ids],
+        )
 
     def sample(self, n: int, rng: np.random.Generator) -> Capture:
         csum = self._weights()
@@ -458,13 +506,25 @@ class Archive:
         if self.params.pick_counters:
             self._touched.append(ids)
         picks = ids.tolist()
-        return Capture(picks, self.score[ids].tolist(), self.traj_len[ids].tolist(),
-                       self.traj_last[ids].tolist(), self.lives[ids].tolist(),
-                       [self.state(i) for i in picks])
+        return Capture(
+            picks,
+            self.score[ids].tolist(),
+            self.traj_len[ids].tolist(),
+            self.traj_last[ids].tolist(),
+            self.lives[ids].tolist(),
+            [self.state(i) for i in picks],
+        )
 
     # --- the accept rule -----------------------------------------------------------------
-    def apply(self, chosen: int, score0: float, len0: int, last0: int,
-              res: EpisodeResult, first_entry: int) -> bool:
+    def apply(
+        self,
+        chosen: int,
+        score0: float,
+        len0: int,
+        last0: int,
+        res: EpisodeResult,
+        first_entry: int,
+    ) -> bool:
         """Apply one exploration episode (whose steps were appended to the
         experience log from ``first_entry``). Returns whether it found anything."""
         if res.n == 0:
@@ -480,32 +540,47 @@ class Archive:
             self.n_done_episodes += 1
         self._rooms_pending.append(res.rooms)
         if len(self._rooms_pending) > 512:
-            self.rooms                           # merge (bounds what is held)
+            self._merge_rooms()  # bounds what is held
         if not len(res.cand_ids):
             return False
         if self._seen_pending:
             self._flush_seen()
         found = False
         keep = not self.params.reset_on_update
-        for c, (cid, t, s) in enumerate(zip(res.cand_ids.tolist(), res.cand_t.tolist(),
-                                           res.cand_score.tolist())):
+        for c, (cid, t, s) in enumerate(
+            zip(res.cand_ids.tolist(), res.cand_t.tolist(), res.cand_score.tolist())
+        ):
             length = len0 + t + 1
             if cid < 0:
                 key = res.new_keys[-1 - cid]
                 cid = self.lookup(key)
-                if cid < 0:                      # new: inserted in first-visit order
-                    i = self.add(key, res.cand_states[c], s, length, first_entry + t,
-                                 int(res.cand_lives[c]), res.cand_facts[c])
+                if cid < 0:  # new: inserted in first-visit order
+                    i = self.add(
+                        key,
+                        res.cand_states[c],
+                        s,
+                        length,
+                        first_entry + t,
+                        int(res.cand_lives[c]),
+                        res.cand_facts[c],
+                    )
                     self._seen[i] = 1 if res.cand_first[c] else 0
                     found = True
                     continue
-            live_s = self.score[cid]       # (add may have grown the arrays: no aliases)
+            live_s = self.score[cid]  # (add may have grown the arrays: no aliases)
             if s > live_s or (s == live_s and length < self.traj_len[cid]):
-                self._replace(cid, res.cand_states[c], s, length, first_entry + t,
-                              int(res.cand_lives[c]), res.cand_facts[c])
+                self._replace(
+                    cid,
+                    res.cand_states[c],
+                    s,
+                    length,
+                    first_entry + t,
+                    int(res.cand_lives[c]),
+                    res.cand_facts[c],
+                )
                 found = True
                 if not keep:
-                    continue          # counters start again (the reference)
+                    continue  # counters start again (the reference)
             self._seen[cid] += 1
             self.steps[cid] += res.cand_steps[c]
             self._touched_ids.append(cid)
@@ -517,7 +592,7 @@ class Archive:
 
     # --- worker views ----------------------------------------------------------------------
     def _view(self, start: int, ids: np.ndarray) -> ViewDelta:
-        keys = self._unpack_rows(self._keys[start:self.n])
+        keys = self._unpack_rows(self._keys[start : self.n])
         done_pos = self._done_id - start if self._done_id >= start else -1
         return ViewDelta(start, keys, done_pos, ids, self.score[ids], self.traj_len[ids])
 
@@ -542,8 +617,9 @@ class Archive:
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The checkpoint arrays (:attr:`ARRAYS`, one row per cell; keys unpacked)."""
         n = self.n
-        out = {name: getattr(self, name)[:n] for name in self.ARRAYS
-               if name not in ("keys", "facts")}
+        out = {
+            name: getattr(self, name)[:n] for name in self.ARRAYS if name not in ("keys", "facts")
+        }
         out["traj_len"] = out["traj_len"].astype(np.int64)
         out["keys"] = self.keys
         out["facts"] = self.facts[:n]
@@ -552,13 +628,23 @@ class Archive:
     def state_blobs(self) -> list[memoryview]:
         """Every cell's state, as views into the arena (release them before adding)."""
         mv = memoryview(self._arena)
-        return [mv[o:o + ln] for o, ln in zip(self.state_off[:self.n].tolist(),
-                                               self.state_len[:self.n].tolist())]
+        return [
+            mv[o : o + ln]
+            for o, ln in zip(self.state_off[: self.n].tolist(), self.state_len[: self.n].tolist())
+        ]
 
     @classmethod
-    def from_arrays(cls, key_size: int, n_facts: int, arrays: dict[str, np.ndarray],
-                    states: list[bytes], where: str = "checkpoint", params=None, rep=None,
-                    level_fact: int | None = None) -> "Archive":
+    def from_arrays(
+        cls,
+        key_size: int,
+        n_facts: int,
+        arrays: dict[str, np.ndarray],
+        states: list[bytes],
+        where: str = "checkpoint",
+        params=None,
+        rep=None,
+        level_fact: int | None = None,
+    ) -> Archive:
         """An archive from checkpoint arrays; CheckpointError if they do not fit."""
         try:
             n = len(arrays["score"])
@@ -572,12 +658,15 @@ class Archive:
             arr = arrays.get(name)
             shape = want.get(name, (n,))
             if arr is None or arr.shape != shape:
-                raise CheckpointError(f"{where}: array {name!r} has shape "
-                                      f"{None if arr is None else arr.shape}, expected {shape}")
+                raise CheckpointError(
+                    f"{where}: array {name!r} has shape "
+                    f"{None if arr is None else arr.shape}, expected {shape}"
+                )
         if len(states) != n:
             raise CheckpointError(f"{where}: {len(states)} states for {n} cells")
-        a = cls(key_size, n_facts, capacity=max(64, n), params=params, rep=rep,
-                level_fact=level_fact)
+        a = cls(
+            key_size, n_facts, capacity=max(64, n), params=params, rep=rep, level_fact=level_fact
+        )
         a.n = n
         for name in cls.ARRAYS:
             if name not in ("keys", "facts"):

@@ -34,6 +34,7 @@ and dictionary), selection time per batch on a synthetic archive of
 ``--select-cells`` cells, and the time to checkpoint and resume a synthetic
 archive of ``--ckpt-cells`` cells.
 """
+
 from __future__ import annotations
 
 import json
@@ -84,6 +85,7 @@ class _BareLoop:
             acts, na = self.acts, len(self.acts)
             if ale is not None:
                 from goexplore.envs.atari import FRAMESKIP
+
                 aset = ale.getMinimalActionSet()
                 screen = np.empty(ale.getScreenDims()[:2], np.uint8)
                 act, gray, over, lives = ale.act, ale.getScreenGrayscale, ale.game_over, ale.lives
@@ -109,6 +111,7 @@ class _BareLoop:
                     steps += t
         elif ale is not None:
             from goexplore.envs.atari import FRAMESKIP
+
             actions = [ale.getMinimalActionSet()[a] for a in self.acts]
             screen = np.empty(ale.getScreenDims()[:2], np.uint8)
             act, gray, over = ale.act, ale.getScreenGrayscale, ale.game_over
@@ -171,7 +174,7 @@ def _bare_child(env_name, seed, conn) -> None:
         seconds = conn.recv()
         if seconds is None:
             break
-        conn.recv()                      # "go": all loops start together
+        conn.recv()  # "go": all loops start together
         conn.send(loop.run(seconds))
     loop.close()
 
@@ -235,20 +238,24 @@ class _Meter:
         return tuple(b - a for a, b in zip(self.first, self.last))
 
 
-def _pipeline(env_name: str, n_workers: int, frames: int, segments: int, bare_s: float,
-              cores: int, log) -> dict:
+def _pipeline(
+    env_name: str, n_workers: int, frames: int, segments: int, bare_s: float, cores: int, log
+) -> dict:
     from goexplore.config import Config
     from goexplore.phase1 import Phase1
 
     cfg = Config(env=env_name, seed=0, total_frames=frames, n_workers=n_workers)
     p = Phase1(cfg)
     p.seed_root()
+
     def measure_bare():
         arch.append(archive_bare_rate(env_name, p.archive, p.codec, bare_s))
         bare.append(bare_rate(env_name, bare_s))
         par.append(sum(pool.measure(bare_s)) / cores if pool else bare[-1])
-        log(f"  bare: {bare[-1]:,.0f} steps/s on one core, {par[-1]:,.0f} per core with "
-            f"{cores} at once, {arch[-1]:,.0f} from the archive's states")
+        log(
+            f"  bare: {bare[-1]:,.0f} steps/s on one core, {par[-1]:,.0f} per core with "
+            f"{cores} at once, {arch[-1]:,.0f} from the archive's states"
+        )
 
     bare, par, arch = [], [], []
     pool = BarePool(env_name, cores) if cores > 1 else None
@@ -284,33 +291,54 @@ def _segments(p, frames, segments, measure_bare, log, cores, bare, par, arch) ->
         s, w, c = meter.span()
         steps, wall, cpu = steps + s, wall + w, cpu + c
         measure_bare()
-        seg_rows.append({"frames": p.frames, "cells": p.archive.n, "steps": s,
-                         "steps_per_s": s / w if w else None,
-                         "master_cpu_us_per_step": 1e6 * c / s if s else None,
-                         "bytes_per_step": (p.bytes_received - b0) / max(p.frames - f0, 1),
-                         "worker_idle_share": idle / (p.cfg.n_workers * seg_wall),
-                         "bare_before": bare[-2], "bare_after": bare[-1],
-                         "bare_parallel_before": par[-2], "bare_parallel_after": par[-1],
-                         "bare_archive_states_after": arch[-1]})
+        seg_rows.append(
+            {
+                "frames": p.frames,
+                "cells": p.archive.n,
+                "steps": s,
+                "steps_per_s": s / w if w else None,
+                "master_cpu_us_per_step": 1e6 * c / s if s else None,
+                "bytes_per_step": (p.bytes_received - b0) / max(p.frames - f0, 1),
+                "worker_idle_share": idle / (p.cfg.n_workers * seg_wall),
+                "bare_before": bare[-2],
+                "bare_after": bare[-1],
+                "bare_parallel_before": par[-2],
+                "bare_parallel_after": par[-1],
+                "bare_archive_states_after": arch[-1],
+            }
+        )
         # the time the same steps take at the bare speed on this segment's states
         same_work += s / (cores * (arch[-2] + arch[-1]) / 2)
-        log(f"  segment {k + 1}/{segments}: {p.frames:,} steps, {p.archive.n:,} cells, "
-            f"{s / max(w, 1e-9):,.0f} steps/s ({s / max(w, 1e-9) / cores:,.0f} per core)")
+        log(
+            f"  segment {k + 1}/{segments}: {p.frames:,} steps, {p.archive.n:,} cells, "
+            f"{s / max(w, 1e-9):,.0f} steps/s ({s / max(w, 1e-9) / cores:,.0f} per core)"
+        )
     mem = p.archive.memory_bytes()
     if p.codec.dictionary:
         mem["dictionary"] = len(p.codec.dictionary)
     n = p.archive.n
     return {
-        "p": p, "segments": seg_rows, "steps": steps, "wall": wall, "cpu": cpu,
-        "total_wall": time.perf_counter() - wall0, "total_cpu": time.process_time() - cpu0,
-        "run_wall": run_wall, "run_cpu": run_cpu, "memory": mem, "cells": n,
-        "tail_idle": tail_idle, "between": between, "same_work": same_work,
+        "p": p,
+        "segments": seg_rows,
+        "steps": steps,
+        "wall": wall,
+        "cpu": cpu,
+        "total_wall": time.perf_counter() - wall0,
+        "total_cpu": time.process_time() - cpu0,
+        "run_wall": run_wall,
+        "run_cpu": run_cpu,
+        "memory": mem,
+        "cells": n,
+        "tail_idle": tail_idle,
+        "between": between,
+        "same_work": same_work,
     }
 
 
 # --- selection at scale ------------------------------------------------------------------------
-def synthetic_archive(n: int, key_size: int = 88, n_facts: int = 5, state_bytes: int = 110,
-                      seed: int = 0):
+def synthetic_archive(
+    n: int, key_size: int = 88, n_facts: int = 5, state_bytes: int = 110, seed: int = 0
+):
     """An archive of ``n`` cells with random distinct keys (values 0..8), random
     counters and random state blobs of about ``state_bytes`` (a dictionary-
     compressed ALE state is ~100-120 bytes)."""
@@ -322,10 +350,14 @@ def synthetic_archive(n: int, key_size: int = 88, n_facts: int = 5, state_bytes:
     done = n // 2
     keys[done] = 0
     arrays = {
-        "keys": keys, "score": rng.integers(0, 50, n).astype(np.float64) * 100,
-        "traj_len": rng.integers(1, 5000, n), "traj_last": rng.integers(0, 10 * n, n),
-        "seen": rng.geometric(0.02, n) - 1, "chosen": rng.integers(0, 100, n),
-        "chosen_since_new": rng.integers(0, 50, n), "lives": np.full(n, 5, np.int16),
+        "keys": keys,
+        "score": rng.integers(0, 50, n).astype(np.float64) * 100,
+        "traj_len": rng.integers(1, 5000, n),
+        "traj_last": rng.integers(0, 10 * n, n),
+        "seen": rng.geometric(0.02, n) - 1,
+        "chosen": rng.integers(0, 100, n),
+        "chosen_since_new": rng.integers(0, 50, n),
+        "lives": np.full(n, 5, np.int16),
         "facts": rng.integers(0, 24, (n, n_facts)).astype(np.int16),
         "is_done": np.zeros(n, np.bool_),
     }
@@ -345,7 +377,9 @@ def reference_sample(seen: np.ndarray, is_done: np.ndarray, n: int, rng) -> list
     live = [i for i in range(len(seen)) if not is_done[i]]
     w = np.array([1.0 / np.sqrt(seen[i] + 1.0) for i in live])
     csum = np.cumsum(w)
-    return [live[min(int(np.searchsorted(csum, u)), len(live) - 1)] for u in rng.random(n) * csum[-1]]
+    return [
+        live[min(int(np.searchsorted(csum, u)), len(live) - 1)] for u in rng.random(n) * csum[-1]
+    ]
 
 
 def selection_bench(n_cells: int, batches: int = 30, touched: int = 600, seed: int = 0) -> dict:
@@ -366,10 +400,14 @@ def selection_bench(n_cells: int, batches: int = 30, touched: int = 600, seed: i
         a.sample(100, gen)
         times.append(time.perf_counter() - t)
     t = time.perf_counter()
-    reference_sample(a.seen[:a.n], a.is_done[:a.n], 100, np.random.default_rng(0))
+    reference_sample(a.seen[: a.n], a.is_done[: a.n], 100, np.random.default_rng(0))
     ref = time.perf_counter() - t
-    return {"cells": n_cells, "ms_per_batch": 1e3 * statistics.median(times),
-            "ms_per_batch_max": 1e3 * max(times), "reference_ms_per_batch": 1e3 * ref}
+    return {
+        "cells": n_cells,
+        "ms_per_batch": 1e3 * statistics.median(times),
+        "ms_per_batch_max": 1e3 * max(times),
+        "reference_ms_per_batch": 1e3 * ref,
+    }
 
 
 # --- checkpoint + resume at scale --------------------------------------------------------------
@@ -399,13 +437,20 @@ def checkpoint_bench(n_cells: int, env_name: str = "montezuma") -> dict:
         load = time.perf_counter() - t
         if q.archive.n != n_cells or q.archive.lookup(syn.key_of(n_cells - 1)) != n_cells - 1:
             raise RuntimeError("internal error: the resumed synthetic archive differs")
-    return {"cells": n_cells, "checkpoint_s": save, "resume_s": load,
-            "checkpoint_resume_s": save + load, "checkpoint_bytes": size, "build_s": build}
+    return {
+        "cells": n_cells,
+        "checkpoint_s": save,
+        "resume_s": load,
+        "checkpoint_resume_s": save + load,
+        "checkpoint_bytes": size,
+        "build_s": build,
+    }
 
 
 # --- the whole bench ---------------------------------------------------------------------------
-def facts_cost(env_name: str, states: int = 200, calls: int = 200, rounds: int = 5,
-               seed: int = 0) -> dict:
+def facts_cost(
+    env_name: str, states: int = 200, calls: int = 200, rounds: int = 5, seed: int = 0
+) -> dict:
     """What reading the per-step RAM facts costs, timed directly (not as the
     difference of two noisy step loops): ``env.facts()`` called ``calls`` times
     on each of ``states`` states reached by random play, best of ``rounds``;
@@ -449,13 +494,18 @@ def facts_cost(env_name: str, states: int = 200, calls: int = 200, rounds: int =
         steps.append(t_step / states)
     env.close()
     facts_s, step_s = min(per_round), statistics.median(steps)
-    return {"step_us": 1e6 * step_s, "facts_us_per_step": 1e6 * facts_s,
-            "facts_share_of_step": facts_s / step_s, "n_facts": len(env.fact_names),
-            "dk_key_us_per_step": 1e6 * min(key_round) if keyer is not None else None}
+    return {
+        "step_us": 1e6 * step_s,
+        "facts_us_per_step": 1e6 * facts_s,
+        "facts_share_of_step": facts_s / step_s,
+        "n_facts": len(env.fact_names),
+        "dk_key_us_per_step": 1e6 * min(key_round) if keyer is not None else None,
+    }
 
 
-def selection_dk_bench(n_cells: int, batches: int = 30, touched: int = 600, new: int = 20,
-                       seed: int = 0) -> dict:
+def selection_dk_bench(
+    n_cells: int, batches: int = 30, touched: int = 600, new: int = 20, seed: int = 0
+) -> dict:
     """The montezuma-dk preset's selection at ``n_cells`` cells: per batch,
     ``touched`` cells' counters change and ``new`` cells arrive (each updating
     its neighbours' and its place's map terms), then ``sample(100)``. ms per
@@ -471,11 +521,11 @@ def selection_dk_bench(n_cells: int, batches: int = 30, touched: int = 600, new:
 
     def keys(n):
         k = np.zeros((n, rep.key_size), np.uint8)
-        k[:, 0] = rng.integers(0, 3, n)              # level
-        k[:, 1] = rng.integers(0, 24, n)             # room
-        k[:, 2] = rng.integers(0, 20, n)             # x bin
-        k[:, 3] = rng.integers(9, 16, n)             # y bin
-        k[:, 4] = rng.integers(0, 4, n)              # keys held
+        k[:, 0] = rng.integers(0, 3, n)  # level
+        k[:, 1] = rng.integers(0, 24, n)  # room
+        k[:, 2] = rng.integers(0, 20, n)  # x bin
+        k[:, 3] = rng.integers(9, 16, n)  # y bin
+        k[:, 4] = rng.integers(0, 4, n)  # keys held
         for j in range(3):
             k[:, 5 + j] = np.where(k[:, 4] > j, rng.integers(0, 24, n), 255)
         return k
@@ -484,17 +534,30 @@ def selection_dk_bench(n_cells: int, batches: int = 30, touched: int = 600, new:
     pool = pool[rng.permutation(len(pool))]
     base = pool[:n_cells]
     arrays = {
-        "keys": base, "score": rng.integers(0, 50, n_cells).astype(np.float64) * 100,
-        "traj_len": rng.integers(1, 5000, n_cells), "traj_last": rng.integers(0, 10 * n_cells, n_cells),
-        "seen": rng.geometric(0.02, n_cells) - 1, "chosen": rng.integers(0, 100, n_cells),
-        "chosen_since_new": rng.integers(0, 50, n_cells), "lives": np.full(n_cells, 5, np.int16),
-        "facts": np.zeros((n_cells, 5), np.int16), "is_done": np.zeros(n_cells, np.bool_),
+        "keys": base,
+        "score": rng.integers(0, 50, n_cells).astype(np.float64) * 100,
+        "traj_len": rng.integers(1, 5000, n_cells),
+        "traj_last": rng.integers(0, 10 * n_cells, n_cells),
+        "seen": rng.geometric(0.02, n_cells) - 1,
+        "chosen": rng.integers(0, 100, n_cells),
+        "chosen_since_new": rng.integers(0, 50, n_cells),
+        "lives": np.full(n_cells, 5, np.int16),
+        "facts": np.zeros((n_cells, 5), np.int16),
+        "is_done": np.zeros(n_cells, np.bool_),
         "steps": rng.integers(0, 1000, n_cells).astype(np.int32),
     }
     arrays["facts"][:, 3] = base[:, 0]
     t = time.perf_counter()
-    a = Archive.from_arrays(rep.key_size, 5, arrays, [b"\x01state"] * n_cells, where="synthetic",
-                            params=SelectionParams.from_config(cfg), rep=rep, level_fact=3)
+    a = Archive.from_arrays(
+        rep.key_size,
+        5,
+        arrays,
+        [b"\x01state"] * n_cells,
+        where="synthetic",
+        params=SelectionParams.from_config(cfg),
+        rep=rep,
+        level_fact=3,
+    )
     load = time.perf_counter() - t
     gen = np.random.default_rng(seed + 2)
     a.sample(100, gen)
@@ -512,27 +575,40 @@ def selection_dk_bench(n_cells: int, batches: int = 30, touched: int = 600, new:
         t = time.perf_counter()
         a.sample(100, gen)
         times.append(time.perf_counter() - t)
-    return {"cells": n_cells, "ms_per_batch": 1e3 * statistics.median(times),
-            "ms_per_batch_max": 1e3 * max(times),
-            "us_per_new_cell": 1e6 * statistics.median(add_times), "load_s": load}
+    return {
+        "cells": n_cells,
+        "ms_per_batch": 1e3 * statistics.median(times),
+        "ms_per_batch_max": 1e3 * max(times),
+        "us_per_new_cell": 1e6 * statistics.median(add_times),
+        "load_s": load,
+    }
 
 
-def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_000,
-              segments: int | None = None, bare_seconds: float = 5.0,
-              select_cells: int = 100_000, ckpt_cells: int = 1_000_000, log=print) -> dict:
+def run_bench(
+    env: str = "montezuma",
+    n_workers: int = 2,
+    frames: int = 2_000_000,
+    segments: int | None = None,
+    bare_seconds: float = 5.0,
+    select_cells: int = 100_000,
+    ckpt_cells: int = 1_000_000,
+    log=print,
+) -> dict:
     cpus = os.cpu_count() or 1
     cores = max(1, min(n_workers, cpus))
     if segments is None:
         segments = max(1, min(8, frames // 250_000))
     load0 = os.getloadavg()
-    log(f"goexplore bench: {env}, {n_workers} worker(s) on {cpus} CPU(s), "
-        f"{frames:,} agent steps in {segments} segment(s)")
+    log(
+        f"goexplore bench: {env}, {n_workers} worker(s) on {cpus} CPU(s), "
+        f"{frames:,} agent steps in {segments} segment(s)"
+    )
     pipe = _pipeline(env, n_workers, frames, segments, bare_seconds, cores, log)
     p = pipe["p"]
     bare = statistics.fmean(pipe["bare"])
     bare_par = statistics.fmean(pipe["bare_parallel"])
     steps, wall = pipe["steps"], pipe["wall"]
-    if steps == 0:          # too short for two batches in a segment: whole-run figures
+    if steps == 0:  # too short for two batches in a segment: whole-run figures
         steps, wall = p.frames, pipe["run_wall"]
     rate = steps / wall
     cpu = pipe["cpu"] if pipe["steps"] else pipe["run_cpu"]
@@ -545,8 +621,13 @@ def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_00
     log("  RAM facts ...")
     facts = facts_cost(env)
     out = {
-        "env": env, "n_workers": n_workers, "cpu_count": cpus, "cores_used": cores,
-        "frames": p.frames, "frames_unit": "agent_steps", "batches": p.batch,
+        "env": env,
+        "n_workers": n_workers,
+        "cpu_count": cpus,
+        "cores_used": cores,
+        "frames": p.frames,
+        "frames_unit": "agent_steps",
+        "batches": p.batch,
         "bare_steps_per_s_per_core": bare,
         "bare_samples": pipe["bare"],
         "bare_parallel_steps_per_s_per_core": bare_par,
@@ -572,21 +653,26 @@ def run_bench(env: str = "montezuma", n_workers: int = 2, frames: int = 2_000_00
         "selection_dk_ms_per_batch_max": sel_dk["ms_per_batch_max"],
         "selection_dk_us_per_new_cell": sel_dk["us_per_new_cell"],
         "checkpoint_cells": ck["cells"],
-        "checkpoint_s": ck["checkpoint_s"], "resume_s": ck["resume_s"],
+        "checkpoint_s": ck["checkpoint_s"],
+        "resume_s": ck["resume_s"],
         "checkpoint_resume_s": ck["checkpoint_resume_s"],
         "checkpoint_bytes": ck["checkpoint_bytes"],
         "facts_us_per_step": facts["facts_us_per_step"],
         "facts_share_of_step": facts["facts_share_of_step"],
-        "facts_n": facts["n_facts"], "step_us": facts["step_us"],
+        "facts_n": facts["n_facts"],
+        "step_us": facts["step_us"],
         "dk_key_us_per_step": facts["dk_key_us_per_step"],
-        "measured_wall_s": wall, "total_wall_s": pipe["total_wall"],
+        "measured_wall_s": wall,
+        "total_wall_s": pipe["total_wall"],
         "startup_and_tail_s": pipe["run_wall"] - wall,
         # where workers waited, as a share of their time (process backend only)
         "worker_idle_share_batch_tail": pipe["tail_idle"] / (n_workers * pipe["run_wall"]),
         "worker_idle_share_between_batches": pipe["between"] / pipe["run_wall"],
         "segments": pipe["segments"],
-        "loadavg_before": list(load0), "loadavg_after": list(os.getloadavg()),
-        "machine": platform.platform(), "python": platform.python_version(),
+        "loadavg_before": list(load0),
+        "loadavg_after": list(os.getloadavg()),
+        "machine": platform.platform(),
+        "python": platform.python_version(),
     }
     out["met"] = {k: (out[k] >= v if op == ">=" else out[k] <= v) for k, (op, v) in TARGETS.items()}
     out["targets"] = {k: f"{op} {v}" for k, (op, v) in TARGETS.items()}
@@ -600,40 +686,75 @@ def format_report(r: dict) -> str:
         mark = "" if t is None else f"   target {t}: {'met' if met else 'NOT met'}"
         return f"  {name:<46}{format(r[key], fmt)}{unit}{mark}"
 
-    return "\n".join([
-        f"goexplore bench — {r['env']}, {r['n_workers']} workers, {r['cores_used']} cores used, "
-        f"{r['frames']:,} agent steps",
-        line("bare emulator, steps/s per core", "bare_steps_per_s_per_core", ",.0f"),
-        line("pipeline, steps/s per core", "pipeline_steps_per_s_per_core", ",.0f"),
-        line("bare, per core with all cores at once", "bare_parallel_steps_per_s_per_core",
-             ",.0f"),
-        line("ratio", "ratio", ".3f"),
-        line("ratio against the parallel bare loops", "ratio_vs_parallel_bare", ".3f"),
-        line("ratio against bare on the archive's states", "ratio_vs_archive_states_bare", ".3f"),
-        line("master CPU per agent step", "master_cpu_us_per_step", ".2f", " µs"),
-        line("worker -> master per agent step", "worker_to_master_bytes_per_step", ".1f", " B"),
-        line(f"archive per cell ({r['archive_cells']:,} cells)", "archive_bytes_per_cell", ".0f", " B"),
-        line(f"selection per batch ({r['selection_cells']:,} cells)", "selection_ms_per_batch", ".3f",
-             " ms"),
-        line(f"checkpoint + resume ({r['checkpoint_cells']:,} cells)", "checkpoint_resume_s", ".1f",
-             " s"),
-        line(f"selection, montezuma-dk weights ({r['selection_cells']:,} cells)",
-             "selection_dk_ms_per_batch", ".3f", " ms"),
-        f"  {'  map terms per new cell':<46}{r['selection_dk_us_per_new_cell']:.1f} µs",
-        f"  {'RAM facts read per step (%d facts)' % r['facts_n']:<46}{r['facts_us_per_step']:.2f} µs "
-        f"({100 * r['facts_share_of_step']:.2f}% of a {r['step_us']:.0f} µs step)",
-        *([f"  {'domain-knowledge key per step':<46}{r['dk_key_us_per_step']:.2f} µs"]
-          if r.get("dk_key_us_per_step") is not None else []),
-        f"  {'workers waiting: batch tails, between':<46}"
-        f"{100 * r['worker_idle_share_batch_tail']:.1f}%, "
-        f"{100 * r['worker_idle_share_between_batches']:.1f}% of their time",
-    ])
+    return "\n".join(
+        [
+            f"goexplore bench — {r['env']}, {r['n_workers']} workers, "
+            f"{r['cores_used']} cores used, "
+            f"{r['frames']:,} agent steps",
+            line("bare emulator, steps/s per core", "bare_steps_per_s_per_core", ",.0f"),
+            line("pipeline, steps/s per core", "pipeline_steps_per_s_per_core", ",.0f"),
+            line(
+                "bare, per core with all cores at once",
+                "bare_parallel_steps_per_s_per_core",
+                ",.0f",
+            ),
+            line("ratio", "ratio", ".3f"),
+            line("ratio against the parallel bare loops", "ratio_vs_parallel_bare", ".3f"),
+            line(
+                "ratio against bare on the archive's states", "ratio_vs_archive_states_bare", ".3f"
+            ),
+            line("master CPU per agent step", "master_cpu_us_per_step", ".2f", " µs"),
+            line("worker -> master per agent step", "worker_to_master_bytes_per_step", ".1f", " B"),
+            line(
+                f"archive per cell ({r['archive_cells']:,} cells)",
+                "archive_bytes_per_cell",
+                ".0f",
+                " B",
+            ),
+            line(
+                f"selection per batch ({r['selection_cells']:,} cells)",
+                "selection_ms_per_batch",
+                ".3f",
+                " ms",
+            ),
+            line(
+                f"checkpoint + resume ({r['checkpoint_cells']:,} cells)",
+                "checkpoint_resume_s",
+                ".1f",
+                " s",
+            ),
+            line(
+                f"selection, montezuma-dk weights ({r['selection_cells']:,} cells)",
+                "selection_dk_ms_per_batch",
+                ".3f",
+                " ms",
+            ),
+            f"  {'  map terms per new cell':<46}{r['selection_dk_us_per_new_cell']:.1f} µs",
+            f"  {'RAM facts read per step (' + str(r['facts_n']) + ' facts)':<46}"
+            f"{r['facts_us_per_step']:.2f} µs "
+            f"({100 * r['facts_share_of_step']:.2f}% of a {r['step_us']:.0f} µs step)",
+            *(
+                [f"  {'domain-knowledge key per step':<46}{r['dk_key_us_per_step']:.2f} µs"]
+                if r.get("dk_key_us_per_step") is not None
+                else []
+            ),
+            f"  {'workers waiting: batch tails, between':<46}"
+            f"{100 * r['worker_idle_share_batch_tail']:.1f}%, "
+            f"{100 * r['worker_idle_share_between_batches']:.1f}% of their time",
+        ]
+    )
 
 
 def main(args) -> int:
-    r = run_bench(env=args.env, n_workers=args.n_workers, frames=args.frames,
-                  segments=args.segments, bare_seconds=args.bare_seconds,
-                  select_cells=args.select_cells, ckpt_cells=args.ckpt_cells)
+    r = run_bench(
+        env=args.env,
+        n_workers=args.n_workers,
+        frames=args.frames,
+        segments=args.segments,
+        bare_seconds=args.bare_seconds,
+        select_cells=args.select_cells,
+        ckpt_cells=args.ckpt_cells,
+    )
     print(format_report(r))
     if args.json:
         Path(args.json).write_text(json.dumps(r, indent=1) + "\n")

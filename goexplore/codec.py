@@ -33,6 +33,7 @@ The frames carry no checksum (checkpoint files are covered by SHA-256 in their
 manifest); a blob that is truncated, of an unknown kind, or needs a model that
 is missing is a :class:`~goexplore.errors.CheckpointError`.
 """
+
 from __future__ import annotations
 
 import struct
@@ -47,16 +48,20 @@ TAG_PLAIN, TAG_DICT, TAG_MODEL = 0, 1, 2
 DICT_SIZE = 16 * 1024
 #: archive sizes at which the master (re)trains the state model
 TRAIN_AT = (256, 1024, 4096, 16384, 65536)
-MAX_SAMPLES = 1024       # states a model is trained on (spread over the archive)
-MIN_STATE = 512          # smaller states (the toy's 56 bytes) get no model
+MAX_SAMPLES = 1024  # states a model is trained on (spread over the archive)
+MIN_STATE = 512  # smaller states (the toy's 56 bytes) get no model
 _MAGIC = b"GXSM1"
-_HEAD = struct.Struct("<BII")    # generation, len(base), len(mask positions)
+_HEAD = struct.Struct("<BII")  # generation, len(base), len(mask positions)
 
 
 def _model_params():
     return zstd.ZstdCompressionParameters.from_level(
-        LEVEL, format=zstd.FORMAT_ZSTD1_MAGICLESS, write_checksum=0, write_dict_id=0,
-        write_content_size=1)
+        LEVEL,
+        format=zstd.FORMAT_ZSTD1_MAGICLESS,
+        write_checksum=0,
+        write_dict_id=0,
+        write_content_size=1,
+    )
 
 
 class StateModel:
@@ -73,17 +78,24 @@ class StateModel:
         self._d = zstd.ZstdDecompressor(dict_data=d, format=zstd.FORMAT_ZSTD1_MAGICLESS)
 
     def to_bytes(self) -> bytes:
-        return b"".join([_MAGIC, _HEAD.pack(self.generation, len(self.base), len(self.positions)),
-                         self.base.tobytes(), self.positions.tobytes(), self.zdict])
+        return b"".join(
+            [
+                _MAGIC,
+                _HEAD.pack(self.generation, len(self.base), len(self.positions)),
+                self.base.tobytes(),
+                self.positions.tobytes(),
+                self.zdict,
+            ]
+        )
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> "StateModel":
+    def from_bytes(cls, blob: bytes) -> StateModel:
         o = len(_MAGIC)
         g, nb, npos = _HEAD.unpack_from(blob, o)
         o += _HEAD.size
-        base = blob[o:o + nb]
+        base = blob[o : o + nb]
         pos = np.frombuffer(blob, np.uint32, npos, o + nb)
-        zdict = blob[o + nb + 4 * npos:]
+        zdict = blob[o + nb + 4 * npos :]
         if nb == 0 or len(base) != nb or len(zdict) < 64 or (npos and int(pos.max()) >= nb):
             raise ValueError("truncated state model")
         return cls(g, base, pos, zdict)
@@ -94,8 +106,14 @@ class StateModel:
         if len(s) != len(self.base):
             return None
         other = np.flatnonzero((s != self.base) & self.rest).astype(np.uint32)
-        return b"".join([struct.pack("<I", len(other)), other.tobytes(), s[other].tobytes(),
-                         s[self.positions].tobytes()])
+        return b"".join(
+            [
+                struct.pack("<I", len(other)),
+                other.tobytes(),
+                s[other].tobytes(),
+                s[self.positions].tobytes(),
+            ]
+        )
 
     def untransform(self, data: bytes) -> bytes:
         (k,) = struct.unpack_from("<I", data)
@@ -135,8 +153,9 @@ class StateCodec:
             else:
                 d = zstd.ZstdCompressionDict(dictionary)
                 d.precompute_compress(level=LEVEL)
-                self._dict_c = zstd.ZstdCompressor(level=LEVEL, dict_data=d,
-                                                   write_checksum=False, write_dict_id=False)
+                self._dict_c = zstd.ZstdCompressor(
+                    level=LEVEL, dict_data=d, write_checksum=False, write_dict_id=False
+                )
                 self._dict_d = zstd.ZstdDecompressor(dict_data=d)
         except (zstd.ZstdError, ValueError, struct.error) as e:
             raise CheckpointError(f"damaged state dictionary ({e})") from None
@@ -171,8 +190,10 @@ class StateCodec:
         except (zstd.ZstdError, ValueError, struct.error) as e:
             raise CheckpointError(f"damaged state blob ({e})") from None
         if tag == TAG_DICT or tag >= TAG_MODEL:
-            raise CheckpointError(f"state blob (tag {tag}) made with a compression dictionary "
-                                  "this codec does not have")
+            raise CheckpointError(
+                f"state blob (tag {tag}) made with a compression dictionary "
+                "this codec does not have"
+            )
         raise CheckpointError(f"state blob with unknown codec tag {tag}")
 
     def recompress(self, blob: bytes) -> bytes:
@@ -180,8 +201,9 @@ class StateCodec:
         return blob if blob[0] == self._tag else self.compress(self.decompress(blob))
 
 
-def train_model(raw_states: list[bytes], generation: int = 0,
-                size: int = DICT_SIZE) -> bytes | None:
+def train_model(
+    raw_states: list[bytes], generation: int = 0, size: int = DICT_SIZE
+) -> bytes | None:
     """A serialized :class:`StateModel` for these (uncompressed) states, or None
     when one would not help (states too small, too few, of different sizes) or
     training fails. Deterministic. The first state is the model's base."""
@@ -201,8 +223,9 @@ def train_model(raw_states: list[bytes], generation: int = 0,
     total = sum(map(len, samples))
     size = min(size, max(1024, total // 4))
     try:
-        zdict = zstd.train_dictionary(size, samples, k=min(2048, size // 2), d=8, steps=0,
-                                      threads=0).as_bytes()
+        zdict = zstd.train_dictionary(
+            size, samples, k=min(2048, size // 2), d=8, steps=0, threads=0
+        ).as_bytes()
     except zstd.ZstdError:
         return None
     return StateModel(generation, base.tobytes(), positions, zdict).to_bytes()
@@ -214,7 +237,8 @@ def train_dictionary(raw_states: list[bytes], size: int = DICT_SIZE) -> bytes | 
         return None
     size = min(size, sum(map(len, raw_states)) // 8)
     try:
-        return zstd.train_dictionary(size, raw_states, k=min(2048, size // 2), d=8, steps=0,
-                                     threads=0).as_bytes()
+        return zstd.train_dictionary(
+            size, raw_states, k=min(2048, size // 2), d=8, steps=0, threads=0
+        ).as_bytes()
     except zstd.ZstdError:
         return None

@@ -2,30 +2,42 @@
 help used by the CLI. ``validate`` reports every problem at once.
 
 The defaults are the reference configuration (DESIGN.md section 2)."""
+
 from __future__ import annotations
 
 import dataclasses
 import json
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from goexplore.errors import ConfigError
 
 
-def _f(default, help: str, **kw):
+def _f(default: Any, help: str, **kw: Any) -> Any:
     return field(default=default, metadata={"help": help, **kw})
 
 
 EPISODE_ENDS = ("life", "game")
 COUNT_WEIGHTS = ("seen_weight", "chosen_weight", "since_new_weight", "steps_weight")
-WEIGHTS = COUNT_WEIGHTS + ("seen_power", "chosen_power", "since_new_power", "steps_power",
-                           "horiz_weight", "vert_weight", "keys_weight", "low_level_weight")
+WEIGHTS = COUNT_WEIGHTS + (
+    "seen_power",
+    "chosen_power",
+    "since_new_power",
+    "steps_power",
+    "horiz_weight",
+    "vert_weight",
+    "keys_weight",
+    "low_level_weight",
+)
 
 
 @dataclass(frozen=True)
 class Config:
     env: str = _f("montezuma", "game to explore (see `goexplore games`)")
     seed: int = _f(0, "master seed: same seed, same archive")
-    total_frames: int = _f(5_000_000, "budget in agent steps executed by workers (x4 emulator frames)")
+    total_frames: int = _f(
+        5_000_000, "budget in agent steps executed by workers (x4 emulator frames)"
+    )
     n_workers: int = _f(1, "worker processes (1 explores in-process)")
     batch_cells: int = _f(100, "cells sampled (with replacement) per batch")
     explore_steps: int = _f(100, "max agent steps per exploration episode")
@@ -33,23 +45,43 @@ class Config:
     cell_width: int = _f(11, "downscaled cell width")
     cell_height: int = _f(8, "downscaled cell height")
     cell_levels: int = _f(8, "grey levels of the cell key: floor(levels * p / 255)")
-    preset: str = _f("reference", "the preset these settings started from (a label; see `goexplore presets`)")
+    preset: str = _f(
+        "reference", "the preset these settings started from (a label; see `goexplore presets`)"
+    )
     cells: str = _f("downscale", "cell representation: downscale, montezuma-dk or pitfall-dk")
-    cell_x_bin: int = _f(8, "domain-knowledge cells: RAM x pixels per bin (paper: 16 on a 2x-wide frame)")
+    cell_x_bin: int = _f(
+        8, "domain-knowledge cells: RAM x pixels per bin (paper: 16 on a 2x-wide frame)"
+    )
     cell_y_bin: int = _f(16, "domain-knowledge cells: RAM y pixels per bin (paper: 16)")
-    episode_end: str = _f("life", "an exploration episode ends at a life loss ('life') or game over ('game')")
-    seen_weight: float = _f(1.0, "selection: weight of 1/(seen+1)^power (seen: episodes that visited the cell)")
+    episode_end: str = _f(
+        "life", "an exploration episode ends at a life loss ('life') or game over ('game')"
+    )
+    seen_weight: float = _f(
+        1.0, "selection: weight of 1/(seen+1)^power (seen: episodes that visited the cell)"
+    )
     seen_power: float = _f(0.5, "selection: power of the seen term")
-    chosen_weight: float = _f(0.0, "selection: weight of 1/(chosen+1)^power (times the cell was picked)")
+    chosen_weight: float = _f(
+        0.0, "selection: weight of 1/(chosen+1)^power (times the cell was picked)"
+    )
     chosen_power: float = _f(0.5, "selection: power of the chosen term")
-    since_new_weight: float = _f(0.0, "selection: weight of 1/(picks since it last led to something new+1)^power")
+    since_new_weight: float = _f(
+        0.0, "selection: weight of 1/(picks since it last led to something new+1)^power"
+    )
     since_new_power: float = _f(0.5, "selection: power of the chosen-since-new term")
     steps_weight: float = _f(0.0, "selection: weight of 1/(agent steps taken in the cell+1)^power")
     steps_power: float = _f(0.5, "selection: power of the steps term")
-    horiz_weight: float = _f(0.0, "selection (cells with a position): weight per missing left/right neighbour")
-    vert_weight: float = _f(0.0, "selection (cells with a position): weight per missing up/down neighbour")
-    keys_weight: float = _f(0.0, "selection (cells with a position): weight of holding the most items at its place")
-    low_level_weight: float = _f(1.0, "selection: weight factor low_level_weight^(max level - level)")
+    horiz_weight: float = _f(
+        0.0, "selection (cells with a position): weight per missing left/right neighbour"
+    )
+    vert_weight: float = _f(
+        0.0, "selection (cells with a position): weight per missing up/down neighbour"
+    )
+    keys_weight: float = _f(
+        0.0, "selection (cells with a position): weight of holding the most items at its place"
+    )
+    low_level_weight: float = _f(
+        1.0, "selection: weight factor low_level_weight^(max level - level)"
+    )
     reset_on_update: bool = _f(True, "reset a cell's counters when its entry improves")
     log_every_batches: int = _f(10, "batches between metrics rows")
     ckpt_every: int = _f(1_000_000, "agent steps between checkpoints (0: only at the end)")
@@ -66,27 +98,46 @@ class Config:
             p.append(f"env: unknown game {self.env!r}; choose one of: {', '.join(game_names())}")
         if not 0 <= self.seed < 2**63:
             p.append(f"seed: must be in 0 .. 2**63-1, got {self.seed}")
-        for name in ("total_frames", "n_workers", "batch_cells", "explore_steps",
-                     "cell_width", "cell_height", "log_every_batches", "explog_chunk"):
+        for name in (
+            "total_frames",
+            "n_workers",
+            "batch_cells",
+            "explore_steps",
+            "cell_width",
+            "cell_height",
+            "log_every_batches",
+            "explog_chunk",
+        ):
             v = getattr(self, name)
             if not isinstance(v, int) or v <= 0:
                 p.append(f"{name.replace('_', '-')}: must be a positive integer, got {v!r}")
         if not 1 <= self.cell_levels <= 255:
             p.append(f"cell-levels: must be in 1..255, got {self.cell_levels}")
         if not 0.0 <= self.action_repeat_p <= 1.0:
-            p.append(f"action-repeat-p: must be a probability in [0, 1], got {self.action_repeat_p}")
+            p.append(
+                f"action-repeat-p: must be a probability in [0, 1], got {self.action_repeat_p}"
+            )
         if self.ckpt_every < 0:
             p.append(f"ckpt-every: must be >= 0, got {self.ckpt_every}")
         p += self._cell_problems()
         if self.episode_end not in EPISODE_ENDS:
-            p.append(f"episode-end: must be one of {', '.join(EPISODE_ENDS)}, got {self.episode_end!r}")
+            p.append(
+                f"episode-end: must be one of {', '.join(EPISODE_ENDS)}, got {self.episode_end!r}"
+            )
         for name in WEIGHTS:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 <= v < float("inf"):
                 p.append(f"{name.replace('_', '-')}: must be a finite number >= 0, got {v!r}")
-        if not any(getattr(self, n) > 0 for n in COUNT_WEIGHTS if isinstance(getattr(self, n), (int, float))):
-            p.append("selection: at least one of " + ", ".join("--" + n.replace("_", "-")
-                     for n in COUNT_WEIGHTS) + " must be positive (else cells can get weight 0)")
+        if not any(
+            getattr(self, n) > 0
+            for n in COUNT_WEIGHTS
+            if isinstance(getattr(self, n), (int, float))
+        ):
+            p.append(
+                "selection: at least one of "
+                + ", ".join("--" + n.replace("_", "-") for n in COUNT_WEIGHTS)
+                + " must be positive (else cells can get weight 0)"
+            )
         if not isinstance(self.reset_on_update, bool):
             p.append(f"reset-on-update: must be true or false, got {self.reset_on_update!r}")
         if not isinstance(self.preset, str) or not self.preset:
@@ -99,18 +150,22 @@ class Config:
         from goexplore.envs import GAMES, TOY_GAMES
 
         if self.cells not in REGISTRY:
-            return [f"cells: unknown representation {self.cells!r}; choose one of: {', '.join(REGISTRY)}"]
+            return [
+                f"cells: unknown representation {self.cells!r}; "
+                f"choose one of: {', '.join(REGISTRY)}"
+            ]
         p = check_bins(self)
-        if self.env in GAMES:                 # the game table names the facts: no emulator needed
+        if self.env in GAMES:  # the game table names the facts: no emulator needed
             names = tuple(n for n, _ in GAMES[self.env].ram)
         elif self.env in TOY_GAMES:
             from goexplore.envs.toy import ToyEnv
+
             names = ToyEnv.fact_names
         else:
             return p
         return p + representation_class(self.cells).problems(self.env, names)
 
-    def validate(self) -> "Config":
+    def validate(self) -> Config:
         p = self.problems()
         if p:
             raise ConfigError("invalid configuration:\n  " + "\n  ".join(p))
@@ -120,7 +175,7 @@ class Config:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict) -> "Config":
+    def from_json(cls, d: dict) -> Config:
         """A config from its JSON; fields it lacks (it was written by an older
         version) take their defaults, which are the reference behaviour."""
         names = {f.name for f in fields(cls)}
@@ -129,13 +184,16 @@ class Config:
             raise ConfigError(f"unknown config fields {sorted(unknown)}; known: {sorted(names)}")
         return cls(**d)
 
-    def replace(self, **changes) -> "Config":
+    def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
 
-    def differs_from(self, other: "Config") -> list[str]:
+    def differs_from(self, other: Config) -> list[str]:
         """Fields (other than the resumable ones) that differ."""
-        return [f.name for f in fields(self) if f.name not in self.RESUMABLE
-                and getattr(self, f.name) != getattr(other, f.name)]
+        return [
+            f.name
+            for f in fields(self)
+            if f.name not in self.RESUMABLE and getattr(self, f.name) != getattr(other, f.name)
+        ]
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=True)

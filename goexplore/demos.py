@@ -1,5 +1,6 @@
 """Rebuild trajectories from the experience log and verify them by replay
 from reset in a fresh environment: the check behind every reported score."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,14 +14,15 @@ from goexplore.envs import make_env
 class Replay:
     score: float
     length: int
-    key: bytes | None          # cell key of the last frame (None if the last step ended a life)
-    done: bool                 # the last step lost a life or ended the game
+    key: bytes | None  # cell key of the last frame (None if the last step ended a life)
+    done: bool  # the last step lost a life or ended the game
     early_done_at: int | None  # a step before the last that lost a life (should be None)
-    frames: list | None = None # RGB frames (reset + every step) when asked for
+    frames: list | None = None  # RGB frames (reset + every step) when asked for
 
 
-def replay(env_name: str, actions, cells, *, keep_frames: bool = False,
-           end_on_life: bool = True) -> Replay:
+def replay(
+    env_name: str, actions, cells, *, keep_frames: bool = False, end_on_life: bool = True
+) -> Replay:
     """Play ``actions`` from reset; sum the raw rewards and key the final frame
     (keying every step: a representation may carry context along the path).
     An episode ends at game over, and at a life loss with ``end_on_life``."""
@@ -49,8 +51,17 @@ def replay(env_name: str, actions, cells, *, keep_frames: bool = False,
         env.close()
 
 
-def verify_cell(env_name: str, cells, actions, *, key: bytes, score: float, length: int,
-                is_done: bool, end_on_life: bool = True) -> tuple[bool, str]:
+def verify_cell(
+    env_name: str,
+    cells,
+    actions,
+    *,
+    key: bytes,
+    score: float,
+    length: int,
+    is_done: bool,
+    end_on_life: bool = True,
+) -> tuple[bool, str]:
     """Does the trajectory reach this cell with this score? (ok, explanation)"""
     r = replay(env_name, actions, cells, end_on_life=end_on_life)
     problems = []
@@ -69,8 +80,9 @@ def verify_cell(env_name: str, cells, actions, *, key: bytes, score: float, leng
     return True, f"replayed {r.length} steps from reset: score {r.score:g} as archived"
 
 
-def verify_archive(env_name: str, cells, archive, explog,
-                   end_on_life: bool = True) -> tuple[int, list[tuple[int, str]]]:
+def verify_archive(
+    env_name: str, cells, archive, explog, end_on_life: bool = True
+) -> tuple[int, list[tuple[int, str]]]:
     """Replay-verify EVERY cell in one pass: the cells' trajectories form a tree
     in the experience log, and a depth-first walk from reset plays each of its
     steps once, going back to a branch point by restoring a state this very
@@ -113,8 +125,7 @@ def verify_archive(env_name: str, cells, archive, explog,
         for i in targets.get(-1, []):
             check(i, 0.0, 0, root_key, False, False)
         # stack of (node, state to restore or None, score, lives, depth, early, last key)
-        stack = [(c, None, 0.0, env.lives(), 0, False, b"")
-                 for c in reversed(children.get(-1, []))]
+        stack = [(c, None, 0.0, env.lives(), 0, False, b"") for c in reversed(children.get(-1, []))]
         if len(stack) > 1:
             root = env.clone_state()
             stack = [(c, root, *rest) for c, _, *rest in stack]

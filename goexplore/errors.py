@@ -32,5 +32,8 @@ class StorageError(GoExploreError):
         self.path, self.cause, self.hint = path, cause, hint
         code = _errno.errorcode.get(cause.errno, "") if cause.errno else ""
         why = cause.strerror or str(cause) or type(cause).__name__
-        super().__init__(f"could not write {path}: {why}" + (f" ({code})" if code else "")
-                         + (f"\n{hint}" if hint else ""))
+        super().__init__(
+            f"could not write {path}: {why}"
+            + (f" ({code})" if code else "")
+            + (f"\n{hint}" if hint else "")
+        )

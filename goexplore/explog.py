@@ -16,6 +16,7 @@ read by :func:`read_npz`, a loader for untrusted files: no pickle, only plain
 numeric dtypes, every array's size checked against the file before anything is
 allocated, and any damage reported as :class:`CheckpointError`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +38,7 @@ ENTRY_BYTES = sum(np.dtype(dt).itemsize for _, dt in FIELDS)
 ALLOWED_DTYPES = frozenset(np.dtype(c).newbyteorder("<") for c in "?bBhHiIlLqQfd")
 MAX_MEMBERS = 64
 MAX_NDIM = 4
-MAX_RATIO = 1100        # deflate expands at most ~1032x: a file can't claim more than this
+MAX_RATIO = 1100  # deflate expands at most ~1032x: a file can't claim more than this
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.npy")
 
@@ -47,7 +48,9 @@ def chunk_name(i: int) -> str:
 
 
 # --- writing --------------------------------------------------------------------------
-def write_npz(f, arrays: dict[str, np.ndarray], compress: bool = True, hook: str | None = None) -> None:
+def write_npz(
+    f, arrays: dict[str, np.ndarray], compress: bool = True, hook: str | None = None
+) -> None:
     """Like ``np.savez[_compressed]``, but the same arrays always give the same bytes."""
     method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     with zipfile.ZipFile(f, "w", compression=method, allowZip64=True) as zf:
@@ -55,15 +58,17 @@ def write_npz(f, arrays: dict[str, np.ndarray], compress: bool = True, hook: str
             info = zipfile.ZipInfo(name + ".npy", date_time=_ZIP_DATE)
             info.compress_type = method
             with zf.open(info, "w", force_zip64=True) as out:
-                np.lib.format.write_array(out, np.ascontiguousarray(arr), version=(1, 0),
-                                          allow_pickle=False)
+                np.lib.format.write_array(
+                    out, np.ascontiguousarray(arr), version=(1, 0), allow_pickle=False
+                )
             if i == 0 and hook:
                 f.flush()
                 testhooks.hit(hook)
 
 
-def write_npz_atomic(path: Path, arrays: dict[str, np.ndarray], compress: bool = True,
-                     hook: str | None = None) -> str:
+def write_npz_atomic(
+    path: Path, arrays: dict[str, np.ndarray], compress: bool = True, hook: str | None = None
+) -> str:
     """Write under a temp name, fsync, rename into place; returns the file's SHA-256.
     Any OS failure (disk full, read-only) is a :class:`StorageError` naming the file."""
     path = Path(path)
@@ -103,9 +108,10 @@ def read_file(path: Path, max_bytes: int, what: str) -> bytes:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size > max_bytes:
-                raise CheckpointError(f"{what} {path}: {size:,} bytes, more than the "
-                                      f"{max_bytes:,} it can hold")
-            data = f.read(size + 1)     # (read(n) allocates n bytes up front)
+                raise CheckpointError(
+                    f"{what} {path}: {size:,} bytes, more than the {max_bytes:,} it can hold"
+                )
+            data = f.read(size + 1)  # (read(n) allocates n bytes up front)
     except FileNotFoundError:
         raise CheckpointError(f"{what} missing: {path}") from None
     except IsADirectoryError:
@@ -117,8 +123,9 @@ def read_file(path: Path, max_bytes: int, what: str) -> bytes:
     return data
 
 
-def read_npz(data: bytes, where, expect: dict[str, tuple] | None = None,
-             stored_only: bool = False) -> dict[str, np.ndarray]:
+def read_npz(
+    data: bytes, where, expect: dict[str, tuple] | None = None, stored_only: bool = False
+) -> dict[str, np.ndarray]:
     """Arrays of an ``.npz`` held in ``data``, from a possibly hostile source.
 
     ``expect`` maps name -> (dtype or None, shape pattern or None); a pattern is
@@ -133,7 +140,7 @@ def read_npz(data: bytes, where, expect: dict[str, tuple] | None = None,
         return _read_npz(data, where, expect, stored_only)
     except CheckpointError:
         raise
-    except (Exception, MemoryError) as e:   # zipfile/zlib/numpy parse errors of all kinds
+    except (Exception, MemoryError) as e:  # zipfile/zlib/numpy parse errors of all kinds
         raise CheckpointError(f"{where}: unreadable ({type(e).__name__}: {e})") from None
 
 
@@ -148,8 +155,10 @@ def _read_npz(data: bytes, where, expect, stored_only=False) -> dict[str, np.nda
             if not _MEMBER.fullmatch(info.filename) or info.filename in by_name:
                 raise CheckpointError(f"{where}: unexpected member {info.filename[:80]!r}")
             if stored_only and info.compress_type != zipfile.ZIP_STORED:
-                raise CheckpointError(f"{where}: member {info.filename!r} is compressed; "
-                                      "goexplore writes this file uncompressed")
+                raise CheckpointError(
+                    f"{where}: member {info.filename!r} is compressed; "
+                    "goexplore writes this file uncompressed"
+                )
             by_name[info.filename] = info
         names = list(expect) if expect is not None else [n[:-4] for n in by_name]
         out = {}
@@ -182,8 +191,10 @@ def _read_member(zf, info, where, dtype, pattern, budget) -> np.ndarray:
             raise CheckpointError(f"{where}: Fortran-ordered arrays are not written by goexplore")
         if len(shape) > MAX_NDIM or any(not isinstance(s, int) or s < 0 for s in shape):
             raise CheckpointError(f"{where}: bad shape {shape!r}")
-        if pattern is not None and (len(shape) != len(pattern) or any(
-                p is not None and p != s for p, s in zip(pattern, shape))):
+        if pattern is not None and (
+            len(shape) != len(pattern)
+            or any(p is not None and p != s for p, s in zip(pattern, shape))
+        ):
             want = tuple("*" if p is None else p for p in pattern)
             raise CheckpointError(f"{where}: shape {shape}, expected {want}")
         count = 1
@@ -191,36 +202,42 @@ def _read_member(zf, info, where, dtype, pattern, budget) -> np.ndarray:
             count *= s
         nbytes = count * dt.itemsize
         if header_len + nbytes != info.file_size:
-            raise CheckpointError(f"{where}: header claims {nbytes:,} bytes of data, the member "
-                                  f"holds {info.file_size - header_len:,} (truncated or altered)")
+            raise CheckpointError(
+                f"{where}: header claims {nbytes:,} bytes of data, the member "
+                f"holds {info.file_size - header_len:,} (truncated or altered)"
+            )
         if nbytes > budget:
             raise CheckpointError(f"{where}: claims {nbytes:,} bytes, more than the file can hold")
         arr = np.empty(shape, dtype=dt)
         view = memoryview(arr.reshape(-1).view(np.uint8))
         got = 0
-        while got < nbytes:                 # in blocks: no second full-size buffer
+        while got < nbytes:  # in blocks: no second full-size buffer
             block = f.read(min(nbytes - got, 1 << 20))
             if not block:
                 raise CheckpointError(f"{where}: truncated ({got:,} of {nbytes:,} bytes)")
-            view[got:got + len(block)] = block
+            view[got : got + len(block)] = block
             got += len(block)
         if f.read(1):
             raise CheckpointError(f"{where}: trailing bytes after the array")
     return arr
 
 
-def load_chunk(path: Path, expect_len: int | None = None, sha256: str | None = None
-               ) -> dict[str, np.ndarray]:
+def load_chunk(
+    path: Path, expect_len: int | None = None, sha256: str | None = None
+) -> dict[str, np.ndarray]:
     """Load one chunk file; any damage is a CheckpointError naming the file. With
     ``sha256`` the file must have exactly that digest (as recorded when flushed)."""
     limit = (expect_len or (1 << 26)) * ENTRY_BYTES * 2 + (1 << 20)
     data = read_file(path, limit, "experience-log chunk")
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise CheckpointError(f"experience-log chunk {path}: truncated or altered "
-                              "(its SHA-256 differs from the one recorded when it was written)")
+        raise CheckpointError(
+            f"experience-log chunk {path}: truncated or altered "
+            "(its SHA-256 differs from the one recorded when it was written)"
+        )
     pattern = (expect_len,) if expect_len is not None else (None,)
-    out = read_npz(data, f"experience-log chunk {path}",
-                   {name: (dt, pattern) for name, dt in FIELDS})
+    out = read_npz(
+        data, f"experience-log chunk {path}", {name: (dt, pattern) for name, dt in FIELDS}
+    )
     n = len(out["prev"])
     if any(len(out[name]) != n for name, _ in FIELDS):
         raise CheckpointError(f"experience-log chunk {path}: fields of different lengths")
@@ -236,8 +253,10 @@ def check_entries(cols: dict[str, np.ndarray], first: int, where) -> list[str]:
     bad = np.flatnonzero((prev < -1) | (prev >= ids))
     if len(bad):
         j = int(bad[0])
-        problems.append(f"{where}: {len(bad)} entries point outside the log before them "
-                        f"(entry {first + j} -> {int(prev[j])})")
+        problems.append(
+            f"{where}: {len(bad)} entries point outside the log before them "
+            f"(entry {first + j} -> {int(prev[j])})"
+        )
     if (cols["done"] > 1).any():
         problems.append(f"{where}: done flags other than 0/1")
     return problems
@@ -247,17 +266,17 @@ def check_entries(cols: dict[str, np.ndarray], first: int, where) -> list[str]:
 class ExperienceLog:
     """Append-only step log in chunks; ``directory=None`` keeps chunks in RAM."""
 
-    CACHE_CHUNKS = 1    # flushed chunks kept loaded for trajectory walks (they go backwards)
+    CACHE_CHUNKS = 1  # flushed chunks kept loaded for trajectory walks (they go backwards)
 
     def __init__(self, directory: Path | None, chunk_size: int = 1 << 22):
         self.dir = Path(directory) if directory is not None else None
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
         self.chunk_size = chunk_size
-        self._steps = np.arange(256, dtype=np.int64)   # 0, 1, ... (prev links), grown on demand
-        self.count = 0          # entries ever appended
-        self.n_flushed = 0      # chunks written out
-        self.digests: list[str] = []    # SHA-256 of each flushed chunk file
+        self._steps = np.arange(256, dtype=np.int64)  # 0, 1, ... (prev links), grown on demand
+        self.count = 0  # entries ever appended
+        self.n_flushed = 0  # chunks written out
+        self.digests: list[str] = []  # SHA-256 of each flushed chunk file
         self._ram_chunks: list[dict[str, np.ndarray]] = []
         self._cache: dict[int, dict[str, np.ndarray]] = {}
         self._new_chunk()
@@ -266,31 +285,32 @@ class ExperienceLog:
         self.cur = {name: np.empty(self.chunk_size, dtype=dt) for name, dt in FIELDS}
         self.fill = 0
 
-    def append_episode(self, prev0: int, actions: np.ndarray, rew_t: np.ndarray,
-                       rew_v: np.ndarray, done_last: bool) -> int:
+    def append_episode(
+        self, prev0: int, actions: np.ndarray, rew_t: np.ndarray, rew_v: np.ndarray, done_last: bool
+    ) -> int:
         """Append one exploration episode (a chain starting after ``prev0``): its
         actions, its nonzero rewards (steps ``rew_t``, values ``rew_v``) and whether its
         last step ended it. Returns the id of its first entry; entry ``first + i`` is
         step ``i``."""
         n = len(actions)
         first = self.count
-        if n == 0:                            # nothing to log (and no last step to mark)
+        if n == 0:  # nothing to log (and no last step to mark)
             return first
         f = self.fill
-        if f + n <= self.chunk_size:          # the common case: written in place
+        if f + n <= self.chunk_size:  # the common case: written in place
             if n > len(self._steps):
                 self._steps = np.arange(2 * n, dtype=np.int64)
             cur = self.cur
             prev = cur["prev"]
-            np.add(self._steps[:n], first - 1, out=prev[f:f + n])
+            np.add(self._steps[:n], first - 1, out=prev[f : f + n])
             prev[f] = prev0
-            cur["act"][f:f + n] = actions
+            cur["act"][f : f + n] = actions
             rew = cur["rew"]
-            rew[f:f + n] = 0.0
+            rew[f : f + n] = 0.0
             if len(rew_t):
                 rew[f + rew_t] = rew_v
             done = cur["done"]
-            done[f:f + n] = 0
+            done[f : f + n] = 0
             done[f + n - 1] = done_last
             self.fill = f + n
             self.count += n
@@ -308,7 +328,7 @@ class ExperienceLog:
         while pos < n:
             take = min(n - pos, self.chunk_size - self.fill)
             for name, _ in FIELDS:
-                self.cur[name][self.fill:self.fill + take] = cols[name][pos:pos + take]
+                self.cur[name][self.fill : self.fill + take] = cols[name][pos : pos + take]
             self.fill += take
             pos += take
             if self.fill == self.chunk_size:
@@ -319,8 +339,9 @@ class ExperienceLog:
     def _flush(self) -> None:
         arrays = {name: self.cur[name] for name, _ in FIELDS}
         if self.dir is not None:
-            self.digests.append(write_npz_atomic(self.dir / chunk_name(self.n_flushed), arrays,
-                                                 hook="chunk-write"))
+            self.digests.append(
+                write_npz_atomic(self.dir / chunk_name(self.n_flushed), arrays, hook="chunk-write")
+            )
             testhooks.hit("chunk-done")
         else:
             self._ram_chunks.append({k: v.copy() for k, v in arrays.items()})
@@ -356,41 +377,53 @@ class ExperienceLog:
             acts.append(int(c["act"][o]))
             nxt = int(c["prev"][o])
             if nxt >= idx:
-                raise CheckpointError(f"experience log corrupt: entry {idx} points forward to {nxt}")
+                raise CheckpointError(
+                    f"experience log corrupt: entry {idx} points forward to {nxt}"
+                )
             idx = nxt
         return np.array(acts[::-1], dtype=np.uint8)
 
     def all_entries(self) -> dict[str, np.ndarray]:
         """Every entry as whole arrays (tests, export)."""
         parts = [self._chunk(i) for i in range(self.n_flushed)]
-        parts.append({k: v[:self.fill] for k, v in self.cur.items()})
+        parts.append({k: v[: self.fill] for k, v in self.cur.items()})
         return {name: np.concatenate([p[name] for p in parts]) for name, _ in FIELDS}
 
     # --- checkpointing ------------------------------------------------------
     def tail_arrays(self) -> dict[str, np.ndarray]:
         """The active chunk's entries: views (no copy), valid until the next append."""
-        return {name: self.cur[name][:self.fill] for name, _ in FIELDS}
+        return {name: self.cur[name][: self.fill] for name, _ in FIELDS}
 
     def meta(self) -> dict:
         """What a checkpoint records about the log (with each chunk's checksum)."""
-        return {"count": self.count, "n_flushed": self.n_flushed, "chunk_size": self.chunk_size,
-                "chunk_sha256": list(self.digests)}
+        return {
+            "count": self.count,
+            "n_flushed": self.n_flushed,
+            "chunk_size": self.chunk_size,
+            "chunk_sha256": list(self.digests),
+        }
 
-    def restore(self, count: int, n_flushed: int, tail: dict[str, np.ndarray],
-                digests: list[str] | None = None) -> None:
+    def restore(
+        self,
+        count: int,
+        n_flushed: int,
+        tail: dict[str, np.ndarray],
+        digests: list[str] | None = None,
+    ) -> None:
         fill = count - n_flushed * self.chunk_size
         if not 0 <= fill < self.chunk_size or any(len(tail[k]) != fill for k, _ in FIELDS):
             raise CheckpointError(f"experience-log tail inconsistent with count {count}")
         if digests is not None and len(digests) != n_flushed:
-            raise CheckpointError(f"experience log: {len(digests)} chunk checksums for "
-                                  f"{n_flushed} chunks")
+            raise CheckpointError(
+                f"experience log: {len(digests)} chunk checksums for {n_flushed} chunks"
+            )
         if self.dir is not None:
             for i in range(n_flushed):
                 p = self.dir / chunk_name(i)
                 if not p.exists():
                     raise CheckpointError(f"experience-log chunk missing: {p}")
         self.count, self.n_flushed = count, n_flushed
-        if digests is None and self.dir is not None:   # a checkpoint made before chunk checksums
+        if digests is None and self.dir is not None:  # a checkpoint made before chunk checksums
             digests = [sha256_file(self.dir / chunk_name(i)) for i in range(n_flushed)]
         self.digests = list(digests) if digests is not None else []
         self._cache.clear()

@@ -6,6 +6,7 @@ the master generator, seeded by ``cfg.seed``, draws each batch's sample and
 then one seed per task; each task explores with its own generator. Results
 therefore do not depend on the number of workers or on interruptions.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,10 @@ from goexplore.explore import DONE_KEY, Task
 from goexplore.selection import SelectionParams
 from goexplore.store import RunDir, adopt_chunks, read_checkpoint
 
-PROTOCOL = ("Phase 1 deterministic search with emulator restore (no sticky actions): "
-            "not comparable with sticky-action RL scores")
+PROTOCOL = (
+    "Phase 1 deterministic search with emulator restore (no sticky actions): "
+    "not comparable with sticky-action RL scores"
+)
 
 
 @dataclass
@@ -37,12 +40,12 @@ class Progress:
     total: int
     batch: int
     cells: int
-    rooms: int | None        # None: the game has no room fact
+    rooms: int | None  # None: the game has no room fact
     best_done: float | None
     max_score: float
     steps_per_s: float
     since_ckpt_s: float | None
-    logged: bool = True      # a metrics row was written at this batch (else an in-between update)
+    logged: bool = True  # a metrics row was written at this batch (else an in-between update)
     level: int | None = None  # highest level of an archived cell (None: the game has no levels)
 
 
@@ -60,14 +63,14 @@ class Phase1:
         self.archive = self._new_archive()
         self.explog = ExperienceLog(run_dir.explog_dir if run_dir else None, cfg.explog_chunk)
         self.codec = StateCodec()
-        self.codec_level = 0           # state-model trainings done (see codec.TRAIN_AT)
+        self.codec_level = 0  # state-model trainings done (see codec.TRAIN_AT)
         self.rng = np.random.default_rng(cfg.seed)
         self.frames = 0
         self.batch = 0
         self.last_ckpt_frames = 0
         self.last_ckpt_time: float | None = None
         self.bytes_received = 0
-        self.backend_counters: dict[str, float] = {}   # summed over runs (see goexplore.bench)
+        self.backend_counters: dict[str, float] = {}  # summed over runs (see goexplore.bench)
 
     def _archive_args(self) -> dict:
         li = self.fact_names.index(self.level_fact) if self.level_fact else None
@@ -87,8 +90,15 @@ class Phase1:
         env = make_env(self.cfg.env)
         frame = env.reset()
         facts = env.facts()
-        self.archive.add(self.cells.keyer()(frame, facts), self.codec.compress(env.clone_state()),
-                         0.0, 0, -1, env.lives(), facts)
+        self.archive.add(
+            self.cells.keyer()(frame, facts),
+            self.codec.compress(env.clone_state()),
+            0.0,
+            0,
+            -1,
+            env.lives(),
+            facts,
+        )
         env.close()
 
     # --- the loop -------------------------------------------------------------------
@@ -112,14 +122,23 @@ class Phase1:
                 # per task (tests/test_archive.py checks it), at 1/20 of the cost
                 seeds = rng.integers(2**31, size=cfg.batch_cells).tolist()
                 keys = [archive.key_of(c) for c in cap.ids] if context else [b""] * len(cap.ids)
-                tasks = [Task(i, cap.states[i], cap.lives[i], cap.score[i], cap.length[i],
-                              seeds[i], cfg.explore_steps, keys[i])
-                         for i in range(cfg.batch_cells)]
+                tasks = [
+                    Task(
+                        i,
+                        cap.states[i],
+                        cap.lives[i],
+                        cap.score[i],
+                        cap.length[i],
+                        seeds[i],
+                        cfg.explore_steps,
+                        keys[i],
+                    )
+                    for i in range(cfg.batch_cells)
+                ]
                 for res in backend.run_batch(archive.take_delta(), tasks):
-                    i = res.index      # cap's rows are Python lists: no conversions needed
+                    i = res.index  # cap's rows are Python lists: no conversions needed
                     last = cap.last[i]
-                    first = explog.append_episode(last, res.actions, res.rew_t, res.rew_v,
-                                                  res.done)
+                    first = explog.append_episode(last, res.actions, res.rew_t, res.rew_v, res.done)
                     archive.apply(cap.ids[i], cap.score[i], cap.length[i], last, res, first)
                     self.frames += res.n
                 self.batch += 1
@@ -130,8 +149,11 @@ class Phase1:
                         self.log_metrics(rate)
                     if on_progress:  # every batch: live displays refresh, logs print when logged
                         on_progress(self.progress(rate, logged))
-                if (cfg.ckpt_every and self.run_dir
-                        and self.frames - self.last_ckpt_frames >= cfg.ckpt_every):
+                if (
+                    cfg.ckpt_every
+                    and self.run_dir
+                    and self.frames - self.last_ckpt_frames >= cfg.ckpt_every
+                ):
                     self.checkpoint()
         finally:
             self.bytes_received += backend.bytes_received
@@ -148,9 +170,10 @@ class Phase1:
         while self.codec_level < len(TRAIN_AT) and a.n >= TRAIN_AT[self.codec_level]:
             self.codec_level += 1
         ids = np.linspace(0, a.n - 1, min(a.n, MAX_SAMPLES)).astype(np.int64)
-        model = train_model([self.codec.decompress(a.state(i)) for i in ids.tolist()],
-                            generation=self.codec_level)
-        if model is None:                      # no model helps (tiny states): never again
+        model = train_model(
+            [self.codec.decompress(a.state(i)) for i in ids.tolist()], generation=self.codec_level
+        )
+        if model is None:  # no model helps (tiny states): never again
             self.codec_level = len(TRAIN_AT)
             return
         old, self.codec = self.codec, StateCodec(model)
@@ -161,20 +184,37 @@ class Phase1:
     def progress(self, rate: float, logged: bool = True) -> Progress:
         a = self.archive
         since = None if self.last_ckpt_time is None else time.time() - self.last_ckpt_time
-        return Progress(self.frames, self.cfg.total_frames, self.batch, a.n,
-                        len(a.rooms) if self.has_rooms else None, a.best_done_score,
-                        a.max_archive_score, rate, since, logged, a.max_level_reached)
+        return Progress(
+            self.frames,
+            self.cfg.total_frames,
+            self.batch,
+            a.n,
+            len(a.rooms) if self.has_rooms else None,
+            a.best_done_score,
+            a.max_archive_score,
+            rate,
+            since,
+            logged,
+            a.max_level_reached,
+        )
 
     def log_metrics(self, steps_per_s: float) -> None:
         a = self.archive
         tail = list(a.done_scores)[-20:]
-        row = {"batch": self.batch, "frames": self.frames, "steps_per_s": round(steps_per_s, 1),
-               "best_done_score": a.best_done_score, "max_archive_score": a.max_archive_score,
-               "ep_return_mean": float(np.mean(tail)) if tail else None,
-               "game_return_count": a.n_done_episodes,
-               "n_cells": a.n, "rooms_found": len(a.rooms) if self.has_rooms else None,
-               "max_level": a.max_level_reached, "explog_entries": self.explog.count,
-               "time": round(time.time(), 3)}
+        row = {
+            "batch": self.batch,
+            "frames": self.frames,
+            "steps_per_s": round(steps_per_s, 1),
+            "best_done_score": a.best_done_score,
+            "max_archive_score": a.max_archive_score,
+            "ep_return_mean": float(np.mean(tail)) if tail else None,
+            "game_return_count": a.n_done_episodes,
+            "n_cells": a.n,
+            "rooms_found": len(a.rooms) if self.has_rooms else None,
+            "max_level": a.max_level_reached,
+            "explog_entries": self.explog.count,
+            "time": round(time.time(), 3),
+        }
         if self.run_dir:
             self.run_dir.append_metrics(row)
 
@@ -184,19 +224,29 @@ class Phase1:
         n = a.n
         arrays = a.to_arrays()
         meta = {
-            "frames": self.frames, "batch": self.batch, "config": self.cfg.to_json(),
-            "rng": self.rng.bit_generator.state, "n_cells": n,
-            "done_scores": list(a.done_scores), "n_done_episodes": a.n_done_episodes,
+            "frames": self.frames,
+            "batch": self.batch,
+            "config": self.cfg.to_json(),
+            "rng": self.rng.bit_generator.state,
+            "n_cells": n,
+            "done_scores": list(a.done_scores),
+            "n_done_episodes": a.n_done_episodes,
             "rooms": sorted(a.rooms),
-            "explog": e.meta(),    # count, n_flushed, chunk_size, chunk_sha256
-            "codec_dictionary": None if self.codec.dictionary is None else self.codec.dictionary.hex(),
+            "explog": e.meta(),  # count, n_flushed, chunk_size, chunk_sha256
+            "codec_dictionary": None
+            if self.codec.dictionary is None
+            else self.codec.dictionary.hex(),
             "codec_level": self.codec_level,
-            "best_done_score": a.best_done_score, "max_archive_score": a.max_archive_score,
+            "best_done_score": a.best_done_score,
+            "max_archive_score": a.max_archive_score,
         }
         prev_best = self._best_ckpt_score()
-        best = a.best_done_score is not None and (prev_best is None or a.best_done_score > prev_best)
-        path = self.run_dir.write_checkpoint(self.frames, meta, arrays, a.state_blobs(),
-                                             e.tail_arrays(), best=best)
+        best = a.best_done_score is not None and (
+            prev_best is None or a.best_done_score > prev_best
+        )
+        path = self.run_dir.write_checkpoint(
+            self.frames, meta, arrays, a.state_blobs(), e.tail_arrays(), best=best
+        )
         n_ckpt = len(self.run_dir.checkpoints())
         if n_ckpt % 5 == 1:
             self.run_dir.mark_milestone(path)
@@ -209,7 +259,9 @@ class Phase1:
         if not p.exists():
             return None
         try:
-            meta = json.loads((self.run_dir.ckpt_dir / p.read_text().strip() / "meta.json").read_text())
+            meta = json.loads(
+                (self.run_dir.ckpt_dir / p.read_text().strip() / "meta.json").read_text()
+            )
             return meta.get("best_done_score")
         except (OSError, ValueError):
             return None
@@ -221,11 +273,18 @@ class Phase1:
             saved = Config.from_json(meta["config"])
             n = int(meta["n_cells"])
             if len(arrays.get("score", ())) != n:
-                raise CheckpointError(f"{ckpt / 'archive.npz'}: holds {len(arrays.get('score', ()))} "
-                                      f"cells, meta.json says {n}")
-            a = self.archive = Archive.from_arrays(self.cells.key_size, len(self.fact_names),
-                                                   arrays, states, where=str(ckpt / "archive.npz"),
-                                                   **self._archive_args())
+                raise CheckpointError(
+                    f"{ckpt / 'archive.npz'}: holds {len(arrays.get('score', ()))} "
+                    f"cells, meta.json says {n}"
+                )
+            a = self.archive = Archive.from_arrays(
+                self.cells.key_size,
+                len(self.fact_names),
+                arrays,
+                states,
+                where=str(ckpt / "archive.npz"),
+                **self._archive_args(),
+            )
             a.done_scores.extend(float(x) for x in meta["done_scores"])
             a.n_done_episodes = int(meta.get("n_done_episodes", len(meta["done_scores"])))
             a.rooms = {int(x) for x in meta["rooms"]}
@@ -236,18 +295,23 @@ class Phase1:
             self.codec_level = int(meta.get("codec_level", 0 if d is None else 1))
             ex = meta["explog"]
             if ex["chunk_size"] != self.explog.chunk_size:
-                raise CheckpointError(f"{ckpt}: experience-log chunk size {ex['chunk_size']} "
-                                      f"differs from this run's {self.explog.chunk_size}")
+                raise CheckpointError(
+                    f"{ckpt}: experience-log chunk size {ex['chunk_size']} "
+                    f"differs from this run's {self.explog.chunk_size}"
+                )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"{ckpt / 'meta.json'}: malformed checkpoint ({e!r})") from None
         if saved.differs_from(self.cfg):
-            raise CheckpointError(f"{ckpt}: made by a run with different settings "
-                                  f"({', '.join(saved.differs_from(self.cfg))})")
+            raise CheckpointError(
+                f"{ckpt}: made by a run with different settings "
+                f"({', '.join(saved.differs_from(self.cfg))})"
+            )
         if self.run_dir is not None:
             src_explog = ckpt.parent.parent / "explog"
             if src_explog.resolve() != self.run_dir.explog_dir.resolve():
-                adopt_chunks(src_explog, self.run_dir.explog_dir, ex["n_flushed"],
-                             ex.get("chunk_sha256"))
+                adopt_chunks(
+                    src_explog, self.run_dir.explog_dir, ex["n_flushed"], ex.get("chunk_sha256")
+                )
         self.explog.restore(ex["count"], ex["n_flushed"], tail, ex.get("chunk_sha256"))
         self.last_ckpt_frames = self.frames
 
@@ -260,10 +324,16 @@ class Phase1:
         if a.done_id >= 0:
             targets.append(("best_done", a.done_id))
         for name, i in targets:
-            ok, why = verify_cell(self.cfg.env, self.cells, self.explog.trajectory(int(a.traj_last[i])),
-                                  key=a.key_of(i), score=float(a.score[i]),
-                                  length=int(a.traj_len[i]), is_done=a.key_of(i) == DONE_KEY,
-                                  end_on_life=self.cfg.episode_end == "life")
+            ok, why = verify_cell(
+                self.cfg.env,
+                self.cells,
+                self.explog.trajectory(int(a.traj_last[i])),
+                key=a.key_of(i),
+                score=float(a.score[i]),
+                length=int(a.traj_len[i]),
+                is_done=a.key_of(i) == DONE_KEY,
+                end_on_life=self.cfg.episode_end == "life",
+            )
             out[name] = {"cell": i, "score": float(a.score[i]), "ok": ok, "detail": why}
         return out
 
@@ -271,18 +341,26 @@ class Phase1:
         a = self.archive
         best = a.best_done_score
         return {
-            "env": self.cfg.env, "seed": self.cfg.seed, "preset": self.cfg.preset,
-            "cells": self.cfg.cells, "episode_end": self.cfg.episode_end,
-            "frames_total": self.frames, "frames_unit": "agent_steps",
+            "env": self.cfg.env,
+            "seed": self.cfg.seed,
+            "preset": self.cfg.preset,
+            "cells": self.cfg.cells,
+            "episode_end": self.cfg.episode_end,
+            "frames_total": self.frames,
+            "frames_unit": "agent_steps",
             "emulator_frames_total": self.frames * 4 if self.cfg.env != "toy" else None,
             "batches": self.batch,
-            "metric": "best_done_score", "value": best if best is not None else 0.0,
-            "best_done_score": best, "max_archive_score": a.max_archive_score,
-            "n_cells": a.n, "rooms_found": len(a.rooms) if self.has_rooms else None,
+            "metric": "best_done_score",
+            "value": best if best is not None else 0.0,
+            "best_done_score": best,
+            "max_archive_score": a.max_archive_score,
+            "n_cells": a.n,
+            "rooms_found": len(a.rooms) if self.has_rooms else None,
             "max_level": a.max_level_reached,
             "explog_entries": self.explog.count,
             "verified": all(v["ok"] for v in verification.values()),
-            "verification": verification, "protocol": PROTOCOL,
+            "verification": verification,
+            "protocol": PROTOCOL,
             "wall_s": round(wall_s, 2),
         }
 

@@ -20,6 +20,7 @@ Where the settings come from:
 * ``pitfall-dk`` — the Pitfall domain-knowledge run (``phase1_pitfall.sh``):
   cells (scene, treasures left, x, y); seen weight 1 and nothing else.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -31,27 +32,57 @@ from goexplore.errors import ConfigError
 @dataclass(frozen=True)
 class Preset:
     name: str
-    summary: str                 # one line for `goexplore presets`
-    settings: dict               # config field -> value
-    env: str | None = None       # the game it is made for (None: any)
+    summary: str  # one line for `goexplore presets`
+    settings: dict  # config field -> value
+    env: str | None = None  # the game it is made for (None: any)
 
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (
-    Preset("reference", "the reference script exactly: 11x8x9 downscaled frames, "
-                        "weight 1/sqrt(seen+1), episode ends at a life loss (the default)", {}),
-    Preset("montezuma-dk", "Montezuma with domain knowledge (papers' settings): cells (level, "
-                           "room, x, y, keys + their rooms); seen 1, most-keys 1, horizontal "
-                           "neighbours 0.1, level weight 0.1",
-           {"env": "montezuma", "cells": "montezuma-dk", "cell_x_bin": 8, "cell_y_bin": 16,
-            "seen_weight": 1.0, "seen_power": 0.5, "keys_weight": 1.0, "horiz_weight": 0.1,
-            "vert_weight": 0.0, "low_level_weight": 0.1, "reset_on_update": True},
-           env="montezuma"),
-    Preset("pitfall-dk", "Pitfall with domain knowledge (papers' settings): cells (scene, "
-                         "treasures left, x, y); seen weight 1",
-           {"env": "pitfall", "cells": "pitfall-dk", "cell_x_bin": 8, "cell_y_bin": 16,
-            "seen_weight": 1.0, "seen_power": 0.5, "reset_on_update": True},
-           env="pitfall"),
-)}
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "reference",
+            "the reference script exactly: 11x8x9 downscaled frames, "
+            "weight 1/sqrt(seen+1), episode ends at a life loss (the default)",
+            {},
+        ),
+        Preset(
+            "montezuma-dk",
+            "Montezuma with domain knowledge (papers' settings): cells (level, "
+            "room, x, y, keys + their rooms); seen 1, most-keys 1, horizontal "
+            "neighbours 0.1, level weight 0.1",
+            {
+                "env": "montezuma",
+                "cells": "montezuma-dk",
+                "cell_x_bin": 8,
+                "cell_y_bin": 16,
+                "seen_weight": 1.0,
+                "seen_power": 0.5,
+                "keys_weight": 1.0,
+                "horiz_weight": 0.1,
+                "vert_weight": 0.0,
+                "low_level_weight": 0.1,
+                "reset_on_update": True,
+            },
+            env="montezuma",
+        ),
+        Preset(
+            "pitfall-dk",
+            "Pitfall with domain knowledge (papers' settings): cells (scene, "
+            "treasures left, x, y); seen weight 1",
+            {
+                "env": "pitfall",
+                "cells": "pitfall-dk",
+                "cell_x_bin": 8,
+                "cell_y_bin": 16,
+                "seen_weight": 1.0,
+                "seen_power": 0.5,
+                "reset_on_update": True,
+            },
+            env="pitfall",
+        ),
+    )
+}
 
 
 def preset_names() -> list[str]:
@@ -63,16 +94,20 @@ def apply_preset(name: str, given: dict) -> Config:
     try:
         preset = PRESETS[name]
     except KeyError:
-        raise ConfigError(f"--preset {name!r}: unknown; choose one of: "
-                          f"{', '.join(PRESETS)} (see `goexplore presets`)") from None
+        raise ConfigError(
+            f"--preset {name!r}: unknown; choose one of: "
+            f"{', '.join(PRESETS)} (see `goexplore presets`)"
+        ) from None
     known = {f.name for f in fields(Config)}
     bad = set(preset.settings) - known
-    if bad:   # a programming error in the table, named plainly
+    if bad:  # a programming error in the table, named plainly
         raise ConfigError(f"preset {name!r} sets unknown fields {sorted(bad)}")
     env = given.get("env")
     if preset.env is not None and env is not None and env != preset.env:
-        raise ConfigError(f"--preset {name} is made for --env {preset.env}; got --env {env} "
-                          f"(choose another preset, e.g. reference)")
+        raise ConfigError(
+            f"--preset {name} is made for --env {preset.env}; got --env {env} "
+            f"(choose another preset, e.g. reference)"
+        )
     return Config(**{**preset.settings, "preset": name, **given})
 
 

@@ -11,6 +11,7 @@ line per metrics row, e.g.::
 ``logged`` attribute is False (an in-between batch) refreshes the live display
 but prints no plain line.
 """
+
 from __future__ import annotations
 
 import sys
@@ -51,10 +52,12 @@ def plain_line(p, since_ckpt: float | None = None) -> str:
     """One line with everything a log reader needs."""
     since = p.since_ckpt_s if since_ckpt is None else since_ckpt
     pct = 100.0 * p.frames / p.total if p.total else 0.0
-    return (f"steps {p.frames:,}/{p.total:,} ({pct:.1f}%)  {p.steps_per_s:,.0f} steps/s  "
-            f"ETA {fmt_duration(eta_s(p))}  cells {p.cells:,}{_place(p)}  "
-            f"best {_score(p.best_done)}  max {_score(p.max_score)}  "
-            f"ckpt {fmt_duration(since)}{' ago' if since is not None else ''}  batch {p.batch:,}")
+    return (
+        f"steps {p.frames:,}/{p.total:,} ({pct:.1f}%)  {p.steps_per_s:,.0f} steps/s  "
+        f"ETA {fmt_duration(eta_s(p))}  cells {p.cells:,}{_place(p)}  "
+        f"best {_score(p.best_done)}  max {_score(p.max_score)}  "
+        f"ckpt {fmt_duration(since)}{' ago' if since is not None else ''}  batch {p.batch:,}"
+    )
 
 
 class ProgressReporter:
@@ -86,9 +89,14 @@ class ProgressReporter:
             from rich.live import Live
 
             self._console = Console(file=self.stream)
-            self._rich = Live(get_renderable=self._renderable, console=self._console,
-                              refresh_per_second=2, transient=False,
-                              redirect_stdout=True, redirect_stderr=False)
+            self._rich = Live(
+                get_renderable=self._renderable,
+                console=self._console,
+                refresh_per_second=2,
+                transient=False,
+                redirect_stdout=True,
+                redirect_stderr=False,
+            )
             self._rich.start()
         return self
 
@@ -128,24 +136,40 @@ class ProgressReporter:
         p = self._last
         grid = Table.grid(padding=(0, 1))
         if p is None:
-            grid.add_row(ProgressBar(total=self.total, completed=self.start, width=36),
-                         Text(f"{self.start:,}/{self.total:,} steps  starting "
-                              f"({fmt_duration(time.monotonic() - self._t0)})", style="dim"))
+            grid.add_row(
+                ProgressBar(total=self.total, completed=self.start, width=36),
+                Text(
+                    f"{self.start:,}/{self.total:,} steps  starting "
+                    f"({fmt_duration(time.monotonic() - self._t0)})",
+                    style="dim",
+                ),
+            )
             return grid
         pct = 100.0 * p.frames / p.total if p.total else 0.0
-        text = Text.assemble((f"{p.frames:,}", "bold"), f"/{p.total:,} steps ",
-                             (f"{pct:5.1f}%", "bold"), f"  {p.steps_per_s:,.0f} steps/s  ETA ",
-                             (fmt_duration(eta_s(p)), "bold cyan"))
+        text = Text.assemble(
+            (f"{p.frames:,}", "bold"),
+            f"/{p.total:,} steps ",
+            (f"{pct:5.1f}%", "bold"),
+            f"  {p.steps_per_s:,.0f} steps/s  ETA ",
+            (fmt_duration(eta_s(p)), "bold cyan"),
+        )
         width = max(10, min(40, self._console.width - len(text) - 2))
-        grid.add_row(ProgressBar(total=p.total, completed=min(p.frames, p.total), width=width), text)
+        grid.add_row(
+            ProgressBar(total=p.total, completed=min(p.frames, p.total), width=width), text
+        )
         since = self._since_ckpt()
         stats = Text.assemble(
-            "cells ", (f"{p.cells:,}", "bold"),
-            *((("  rooms ", (f"{p.rooms}", "bold")) if p.rooms is not None else ())),
-            *((("  level ", (f"{p.level}", "bold magenta")) if p.level is not None else ())),
-            "  best ", (_score(p.best_done), "bold green"),
-            "  max ", (_score(p.max_score), "bold"),
-            "  last checkpoint ", (fmt_duration(since) + (" ago" if since is not None else ""),
-                                   "bold"),
-            f"  batch {p.batch:,}", style=None)
+            "cells ",
+            (f"{p.cells:,}", "bold"),
+            *(("  rooms ", (f"{p.rooms}", "bold")) if p.rooms is not None else ()),
+            *(("  level ", (f"{p.level}", "bold magenta")) if p.level is not None else ()),
+            "  best ",
+            (_score(p.best_done), "bold green"),
+            "  max ",
+            (_score(p.max_score), "bold"),
+            "  last checkpoint ",
+            (fmt_duration(since) + (" ago" if since is not None else ""), "bold"),
+            f"  batch {p.batch:,}",
+            style=None,
+        )
         return Group(grid, stats)

@@ -7,6 +7,7 @@ from, and every experience-log chunk that checkpoint needs, are checked first
 names the files. Falling back to an older intact checkpoint happens only when
 asked (``fallback=True``, the CLI's ``--fallback``; or ``--resume PATH``).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ from goexplore.phase1 import Phase1
 from goexplore.store import CKPT_NAME, RunDir, ckpt_frames, write_text_atomic
 
 
-def prepare(cfg: Config, run_dir: Path, resume: str | None, fallback: bool = False,
-            log=print) -> tuple[Phase1, Path | None]:
+def prepare(
+    cfg: Config, run_dir: Path, resume: str | None, fallback: bool = False, log=print
+) -> tuple[Phase1, Path | None]:
     """Check everything before touching the run dir; then set up the run."""
     cfg.validate()
     rd = RunDir(run_dir)
@@ -33,22 +35,27 @@ def prepare(cfg: Config, run_dir: Path, resume: str | None, fallback: bool = Fal
         raise RunDirError(f"{rd.path} holds checkpoints but no config.json; refusing to use it")
     if existing is not None:
         if resume is None:
-            raise RunDirError(f"{rd.path} already holds a run; continue it with --resume auto, "
-                              "or choose another --run-dir")
+            raise RunDirError(
+                f"{rd.path} already holds a run; continue it with --resume auto, "
+                "or choose another --run-dir"
+            )
         diff = existing.differs_from(cfg)
         if diff:
             raise RunDirError(
                 f"{rd.path} holds a different run (it differs in: {', '.join(diff)}); "
-                f"only {', '.join(Config.RESUMABLE)} may change on resume")
+                f"only {', '.join(Config.RESUMABLE)} may change on resume"
+            )
     ckpt = choose_checkpoint(resume, rd, fallback, log) if resume is not None else None
     if ckpt is not None:
         from goexplore.store import load_json
-        meta = load_json(ckpt / "meta.json", 1 << 28, "checkpoint meta")   # checked above
+
+        meta = load_json(ckpt / "meta.json", 1 << 28, "checkpoint meta")  # checked above
         saved = Config.from_json(meta["config"])
         diff = saved.differs_from(cfg)
         if diff:
-            raise RunDirError(f"checkpoint {ckpt} belongs to a different run "
-                              f"(it differs in: {', '.join(diff)})")
+            raise RunDirError(
+                f"checkpoint {ckpt} belongs to a different run (it differs in: {', '.join(diff)})"
+            )
     rd.create(cfg)
     if ckpt is not None and _same_dir(ckpt.parent, rd.ckpt_dir) and ckpt.name != rd.latest_name():
         # continuing from an older checkpoint of this run: it becomes the run's
@@ -103,8 +110,10 @@ def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print
             if first is None and not problems:
                 raise CheckpointError(f"--resume {resume}: holds no checkpoint to resume from")
         else:
-            raise CheckpointError(f"--resume {resume}: no such run dir or checkpoint "
-                                  "(give 'auto', a run dir, or a checkpoint dir)")
+            raise CheckpointError(
+                f"--resume {resume}: no such run dir or checkpoint "
+                "(give 'auto', a run dir, or a checkpoint dir)"
+            )
     if first is not None:
         problems = check_resume_point(first)
         if not problems:
@@ -112,21 +121,30 @@ def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print
     what = first if first is not None else src.ckpt_dir / "LATEST"
     if not fallback:
         raise CheckpointError(
-            f"cannot resume from {what}: damaged\n  " + "\n  ".join(problems)
+            f"cannot resume from {what}: damaged\n  "
+            + "\n  ".join(problems)
             + f"\nFor a full report: goexplore verify {src.path}\n"
             "To continue from the newest intact older checkpoint instead, add --fallback "
-            "(or give --resume PATH naming one).")
-    upto = ckpt_frames(first.name) if first is not None and CKPT_NAME.fullmatch(first.name) \
+            "(or give --resume PATH naming one)."
+        )
+    upto = (
+        ckpt_frames(first.name)
+        if first is not None and CKPT_NAME.fullmatch(first.name)
         else float("inf")
+    )
     for cand in reversed(src.checkpoints()):
         if ckpt_frames(cand.name) >= upto:
             continue
         if not check_resume_point(cand):
-            log(f"--fallback: {what} is damaged ({problems[0]});\n"
-                f"  continuing from the newest intact older checkpoint, {cand}")
+            log(
+                f"--fallback: {what} is damaged ({problems[0]});\n"
+                f"  continuing from the newest intact older checkpoint, {cand}"
+            )
             return cand
-    raise CheckpointError(f"cannot resume from {what}: damaged ({problems[0]}), and no older "
-                          f"intact checkpoint in {src.ckpt_dir} to fall back to")
+    raise CheckpointError(
+        f"cannot resume from {what}: damaged ({problems[0]}), and no older "
+        f"intact checkpoint in {src.ckpt_dir} to fall back to"
+    )
 
 
 def _carry_metrics(rd: RunDir, src: RunDir, batch: int) -> None:
@@ -163,8 +181,11 @@ class _StopFlag:
         if self.stop:
             raise KeyboardInterrupt
         self.stop = True
-        print("\ninterrupt: finishing this batch and writing a checkpoint "
-              "(Ctrl-C again to stop at once)", flush=True)
+        print(
+            "\ninterrupt: finishing this batch and writing a checkpoint "
+            "(Ctrl-C again to stop at once)",
+            flush=True,
+        )
 
     def __exit__(self, *exc):
         for s, old in self._old.items():
@@ -177,26 +198,35 @@ def execute(phase1: Phase1, on_progress=None, log=print) -> dict | None:
     t0 = time.time()
     rd = phase1.run_dir
     how = resume_command(phase1.cfg, rd)
-    with _StopFlag() as flag:       # covers everything: a late Ctrl-C is handled too
+    with _StopFlag() as flag:  # covers everything: a late Ctrl-C is handled too
         try:
             finished = phase1.run(on_progress=on_progress, should_stop=lambda: flag.stop)
             ckpt = _final_checkpoint(phase1)
             if not finished:
-                log(f"stopped at {phase1.frames:,} agent steps; checkpoint {ckpt}; all workers "
-                    f"ended.\nresume with: {how}")
+                log(
+                    f"stopped at {phase1.frames:,} agent steps; checkpoint {ckpt}; all workers "
+                    f"ended.\nresume with: {how}"
+                )
                 return None
             verification = phase1.verify()
             final = phase1.summary(verification, time.time() - t0)
             write_text_atomic(rd.final_path, json.dumps(final, indent=1) + "\n")
             return final
         except KeyboardInterrupt:
-            log(f"\nstopped at once at {phase1.frames:,} agent steps: the last complete "
-                f"checkpoint is {_latest_or_none(rd)}; all workers ended.\nresume with: {how}")
+            log(
+                f"\nstopped at once at {phase1.frames:,} agent steps: the last complete "
+                f"checkpoint is {_latest_or_none(rd)}; all workers ended.\nresume with: {how}"
+            )
             return None
         except StorageError as e:
-            raise StorageError(e.path, e.cause, hint=(
-                f"The last complete checkpoint ({_latest_or_none(rd)}) is intact. Free space "
-                f"(or make {rd.path} writable), then resume with: {how}")) from None
+            raise StorageError(
+                e.path,
+                e.cause,
+                hint=(
+                    f"The last complete checkpoint ({_latest_or_none(rd)}) is intact. Free space "
+                    f"(or make {rd.path} writable), then resume with: {how}"
+                ),
+            ) from None
 
 
 def _final_checkpoint(phase1: Phase1) -> Path:

@@ -22,6 +22,7 @@ cell. A neighbour past the x (or y) range seen so far lies in the next room of
 the representation's room grid at the other end of the range (the original
 code's rule); off the grid counts as missing, as there.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ _OFFSETS = ((-1, 0), (1, 0), (0, -1), (0, 1))
 
 @dataclass(frozen=True)
 class SelectionParams:
-    seen: tuple[float, float] = (1.0, 0.5)        # (weight, power)
+    seen: tuple[float, float] = (1.0, 0.5)  # (weight, power)
     chosen: tuple[float, float] = (0.0, 0.5)
     since_new: tuple[float, float] = (0.0, 0.5)
     steps: tuple[float, float] = (0.0, 0.5)
@@ -46,11 +47,18 @@ class SelectionParams:
     reset_on_update: bool = True
 
     @classmethod
-    def from_config(cls, cfg) -> "SelectionParams":
-        return cls((cfg.seen_weight, cfg.seen_power), (cfg.chosen_weight, cfg.chosen_power),
-                   (cfg.since_new_weight, cfg.since_new_power),
-                   (cfg.steps_weight, cfg.steps_power), cfg.horiz_weight, cfg.vert_weight,
-                   cfg.keys_weight, cfg.low_level_weight, cfg.reset_on_update)
+    def from_config(cls, cfg) -> SelectionParams:
+        return cls(
+            (cfg.seen_weight, cfg.seen_power),
+            (cfg.chosen_weight, cfg.chosen_power),
+            (cfg.since_new_weight, cfg.since_new_power),
+            (cfg.steps_weight, cfg.steps_power),
+            cfg.horiz_weight,
+            cfg.vert_weight,
+            cfg.keys_weight,
+            cfg.low_level_weight,
+            cfg.reset_on_update,
+        )
 
     @property
     def uses_places(self) -> bool:
@@ -73,16 +81,32 @@ def _count_term(c: np.ndarray, weight: float, power: float) -> np.ndarray:
     elif power == 1.0:
         t = 1.0 / x
     else:
-        t = x ** -power
+        t = x**-power
     return t if weight == 1.0 else weight * t
 
 
-def cell_weights(p: SelectionParams, *, seen, chosen, since_new, steps, missing_lr, missing_ud,
-                 holds_most, level, max_level: int, is_done) -> np.ndarray:
+def cell_weights(
+    p: SelectionParams,
+    *,
+    seen,
+    chosen,
+    since_new,
+    steps,
+    missing_lr,
+    missing_ud,
+    holds_most,
+    level,
+    max_level: int,
+    is_done,
+) -> np.ndarray:
     """The selection weight of each cell (all arguments are aligned arrays)."""
     w = None
-    for c, (weight, power) in ((seen, p.seen), (chosen, p.chosen), (since_new, p.since_new),
-                               (steps, p.steps)):
+    for c, (weight, power) in (
+        (seen, p.seen),
+        (chosen, p.chosen),
+        (since_new, p.since_new),
+        (steps, p.steps),
+    ):
         if weight:
             t = _count_term(c, weight, power)
             w = t if w is None else w + t
@@ -94,7 +118,7 @@ def cell_weights(p: SelectionParams, *, seen, chosen, since_new, steps, missing_
         w = w + p.vert * missing_ud
     if p.keys:
         w = w + p.keys * holds_most
-    if p.low_level_weight != 1.0:      # low_level_weight ** (levels below the top), by table
+    if p.low_level_weight != 1.0:  # low_level_weight ** (levels below the top), by table
         table = p.low_level_weight ** np.arange(max_level + 1, dtype=np.float64)
         w = w * table[max_level - np.minimum(level, max_level)]
     w[is_done] = 0.0
@@ -107,11 +131,11 @@ class PlaceTerms:
 
     def __init__(self, rep):
         self.rep = rep
-        self.pos: dict[tuple, int] = {}          # (level, group, room, x, y) -> id
-        self.places: dict[tuple, list] = {}      # (level, room, x, y) -> [max items, ids...]
-        self.xr: tuple[int, int] | None = None   # x and y bin ranges seen
+        self.pos: dict[tuple, int] = {}  # (level, group, room, x, y) -> id
+        self.places: dict[tuple, list] = {}  # (level, room, x, y) -> [max items, ids...]
+        self.xr: tuple[int, int] | None = None  # x and y bin ranges seen
         self.yr: tuple[int, int] | None = None
-        self.cell_place: dict[int, tuple] = {}   # id -> Place
+        self.cell_place: dict[int, tuple] = {}  # id -> Place
 
     def neighbour(self, pl, dx: int, dy: int):
         """The position key of the neighbour in direction (dx, dy), or None off the grid."""

@@ -28,6 +28,7 @@ never looks like a checkpoint), a complete checkpoint newer than ``LATEST``
 that was never published, and chunks newer than ``LATEST`` (rewritten, byte
 for byte the same, when the run goes on).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,18 +43,17 @@ import numpy as np
 from goexplore import testhooks
 from goexplore.config import Config
 from goexplore.errors import CheckpointError, GoExploreError, RunDirError, StorageError
-from goexplore.explog import (FIELDS, chunk_name, read_file, read_npz, sha256_file,
-                              write_npz_atomic)
+from goexplore.explog import FIELDS, chunk_name, read_file, read_npz, sha256_file, write_npz_atomic
 
-FORMAT_VERSION = 2       # 2: meta.explog.chunk_sha256
+FORMAT_VERSION = 2  # 2: meta.explog.chunk_sha256
 READABLE_VERSIONS = (1, 2)
-KEEP_RECENT = 2          # newest checkpoints kept besides BEST and milestones
-MILESTONE_EVERY = 5      # every 5th checkpoint is kept for good
+KEEP_RECENT = 2  # newest checkpoints kept besides BEST and milestones
+MILESTONE_EVERY = 5  # every 5th checkpoint is kept for good
 CKPT_FILES = ("meta.json", "archive.npz", "states.bin", "explog_tail.npz")
 CKPT_NAME = re.compile(r"ckpt_(\d{12})")
-MAX_JSON_BYTES = 256 << 20       # meta.json (done_scores, chunk checksums) and friends
-MAX_SMALL_JSON = 1 << 20         # manifest.json, config.json, final.json, pointers
-MAX_CHUNK_SIZE = 1 << 26         # experience-log entries per chunk (~0.9 GB in RAM)
+MAX_JSON_BYTES = 256 << 20  # meta.json (done_scores, chunk checksums) and friends
+MAX_SMALL_JSON = 1 << 20  # manifest.json, config.json, final.json, pointers
+MAX_CHUNK_SIZE = 1 << 26  # experience-log entries per chunk (~0.9 GB in RAM)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -112,9 +112,10 @@ def load_json(path: Path, max_bytes: int = MAX_SMALL_JSON, what: str = "file"):
     data = read_file(path, max_bytes, what)
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as e:   # includes UnicodeDecodeError
-        raise CheckpointError(f"{what} {path}: unreadable ({type(e).__name__}: "
-                              f"{str(e)[:200]})") from None
+    except (ValueError, RecursionError) as e:  # includes UnicodeDecodeError
+        raise CheckpointError(
+            f"{what} {path}: unreadable ({type(e).__name__}: {str(e)[:200]})"
+        ) from None
 
 
 def _is_int(x) -> bool:
@@ -122,8 +123,12 @@ def _is_int(x) -> bool:
 
 
 def _is_num(x) -> bool:
-    return (isinstance(x, (int, float)) and not isinstance(x, bool)
-            and math.isfinite(x) and abs(x) < 1e300)
+    return (
+        isinstance(x, (int, float))
+        and not isinstance(x, bool)
+        and math.isfinite(x)
+        and abs(x) < 1e300
+    )
 
 
 class RunDir:
@@ -147,8 +152,10 @@ class RunDir:
         except (GoExploreError, ValueError, TypeError) as e:
             raise RunDirError(f"{self.config_path}: unreadable run config ({e})") from None
         if cfg.explog_chunk > MAX_CHUNK_SIZE:
-            raise RunDirError(f"{self.config_path}: explog_chunk {cfg.explog_chunk} is larger "
-                              f"than {MAX_CHUNK_SIZE}")
+            raise RunDirError(
+                f"{self.config_path}: explog_chunk {cfg.explog_chunk} is larger "
+                f"than {MAX_CHUNK_SIZE}"
+            )
         return cfg
 
     def holds_run(self) -> bool:
@@ -159,14 +166,14 @@ class RunDir:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StorageError(self.path, e) from None
-        write_text_atomic(self.config_path, cfg.dumps())      # first: a run dir has a config
+        write_text_atomic(self.config_path, cfg.dumps())  # first: a run dir has a config
         try:
             self.explog_dir.mkdir(exist_ok=True)
             self.ckpt_dir.mkdir(exist_ok=True)
         except OSError as e:
             raise StorageError(self.path, e) from None
         if not (self.ckpt_dir / "LATEST").exists():
-            write_text_atomic(self.ckpt_dir / "LATEST", "")    # "no checkpoint yet"
+            write_text_atomic(self.ckpt_dir / "LATEST", "")  # "no checkpoint yet"
 
     # --- metrics -----------------------------------------------------------------
     def append_metrics(self, row: dict) -> None:
@@ -201,7 +208,8 @@ class RunDir:
                 raise CheckpointError(
                     f"{ptr}: missing, but the run dir holds checkpoints "
                     f"({', '.join(p.name for p in self.checkpoints()[-3:])}); "
-                    "resume from one explicitly with --resume PATH") from None
+                    "resume from one explicitly with --resume PATH"
+                ) from None
             return None
         except OSError as e:
             raise CheckpointError(f"{ptr}: unreadable ({e})") from None
@@ -251,12 +259,19 @@ class RunDir:
         """Complete checkpoint directories (published or not), oldest first."""
         if not self.ckpt_dir.is_dir():
             return []
-        return sorted(p for p in self.ckpt_dir.iterdir()
-                      if CKPT_NAME.fullmatch(p.name) and p.is_dir())
+        return sorted(
+            p for p in self.ckpt_dir.iterdir() if CKPT_NAME.fullmatch(p.name) and p.is_dir()
+        )
 
-    def write_checkpoint(self, frames: int, meta: dict, arrays: dict[str, np.ndarray],
-                         states: list[bytes], explog_tail: dict[str, np.ndarray],
-                         best: bool = False) -> Path:
+    def write_checkpoint(
+        self,
+        frames: int,
+        meta: dict,
+        arrays: dict[str, np.ndarray],
+        states: list[bytes],
+        explog_tail: dict[str, np.ndarray],
+        best: bool = False,
+    ) -> Path:
         name = ckpt_name(frames)
         final = self.ckpt_dir / name
         tmp = self.ckpt_dir / (name + ".tmp")
@@ -270,18 +285,21 @@ class RunDir:
                 shutil.rmtree(tmp)
             tmp.mkdir(parents=True)
             lengths = np.fromiter((len(s) for s in states), dtype=np.int64, count=len(states))
-            write_npz_atomic(tmp / "archive.npz", dict(arrays, state_lengths=lengths),
-                             compress=False)
+            write_npz_atomic(
+                tmp / "archive.npz", dict(arrays, state_lengths=lengths), compress=False
+            )
             testhooks.hit("ckpt-files")
             write_bytes_atomic(tmp / "states.bin", states)
             write_npz_atomic(tmp / "explog_tail.npz", explog_tail)
             meta = dict(meta, format_version=FORMAT_VERSION, name=name)
             write_text_atomic(tmp / "meta.json", json.dumps(meta, indent=1))
-            manifest = {n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size}
-                        for n in CKPT_FILES}
+            manifest = {
+                n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size}
+                for n in CKPT_FILES
+            }
             write_text_atomic(tmp / "manifest.json", json.dumps(manifest, indent=1))
             fsync_dir(tmp)
-            if final.exists():            # an unpublished leftover of a crash
+            if final.exists():  # an unpublished leftover of a crash
                 self._discard(final)
             os.rename(tmp, final)
             fsync_dir(self.ckpt_dir)
@@ -339,7 +357,7 @@ class RunDir:
         try:
             (ckpt / "MILESTONE").touch()
         except OSError:
-            pass    # a milestone only protects from pruning; never worth failing the run
+            pass  # a milestone only protects from pruning; never worth failing the run
 
 
 # --- reading checkpoints -------------------------------------------------------------------
@@ -363,8 +381,10 @@ def check_files(path: Path) -> tuple[dict | None, list[str]]:
         elif not p.is_file():
             problems.append(f"{p}: missing")
         elif p.stat().st_size != entry.get("bytes"):
-            problems.append(f"{p}: truncated or altered ({p.stat().st_size:,} bytes, "
-                            f"the manifest says {entry.get('bytes')!r})")
+            problems.append(
+                f"{p}: truncated or altered ({p.stat().st_size:,} bytes, "
+                f"the manifest says {entry.get('bytes')!r})"
+            )
         else:
             try:
                 ok = sha256_file(p) == entry["sha256"]
@@ -386,14 +406,17 @@ def verify_checkpoint(path: Path) -> dict:
 
 def validate_meta(meta, where) -> None:
     """The checkpoint's meta.json has the right shape and consistent numbers."""
+
     def need(cond, what):
         if not cond:
             raise CheckpointError(f"{where}: {what}")
 
     need(isinstance(meta, dict), "not a JSON object")
     v = meta.get("format_version")
-    need(v in READABLE_VERSIONS, f"checkpoint format {v!r}, this goexplore reads "
-                                 f"{', '.join(map(str, READABLE_VERSIONS))}")
+    need(
+        v in READABLE_VERSIONS,
+        f"checkpoint format {v!r}, this goexplore reads {', '.join(map(str, READABLE_VERSIONS))}",
+    )
     for k in ("frames", "batch", "n_cells"):
         need(_is_int(meta.get(k)) and meta[k] >= 0, f"{k!r} must be a non-negative integer")
     need(meta["n_cells"] >= 1, "'n_cells' must be at least 1")
@@ -403,16 +426,20 @@ def validate_meta(meta, where) -> None:
         raise CheckpointError(f"{where}: bad 'config' ({str(e)[:300]})") from None
     try:
         np.random.PCG64().state = meta["rng"]
-    except Exception as e:     # noqa: BLE001 - any malformed generator state
+    except Exception as e:
         raise CheckpointError(f"{where}: bad 'rng' state ({type(e).__name__})") from None
     ds = meta.get("done_scores")
     need(isinstance(ds, list) and all(_is_num(x) for x in ds), "'done_scores' must be numbers")
     nd = meta.get("n_done_episodes", len(ds))
-    need(_is_int(nd) and nd >= len(ds), "'n_done_episodes' must be an integer, at least "
-                                        "the number of 'done_scores'")
+    need(
+        _is_int(nd) and nd >= len(ds),
+        "'n_done_episodes' must be an integer, at least the number of 'done_scores'",
+    )
     rooms = meta.get("rooms")
-    need(isinstance(rooms, list) and all(_is_int(x) and abs(x) < 2**31 for x in rooms),
-         "'rooms' must be integers")
+    need(
+        isinstance(rooms, list) and all(_is_int(x) and abs(x) < 2**31 for x in rooms),
+        "'rooms' must be integers",
+    )
     for k in ("best_done_score", "max_archive_score"):
         need(k in meta and (meta[k] is None or _is_num(meta[k])), f"{k!r} must be a number")
     d = meta.get("codec_dictionary")
@@ -428,19 +455,27 @@ def validate_meta(meta, where) -> None:
         need(_is_int(ex.get(k)) and ex[k] >= 0, f"'explog.{k}' must be a non-negative integer")
     cs = ex["chunk_size"]
     need(1 <= cs <= MAX_CHUNK_SIZE, f"'explog.chunk_size' {cs} out of range")
-    need(cs == cfg.explog_chunk, f"'explog.chunk_size' {cs} differs from the config's "
-                                 f"{cfg.explog_chunk}")
-    need(ex["n_flushed"] == ex["count"] // cs,
-         f"'explog.n_flushed' {ex['n_flushed']} does not match count {ex['count']} "
-         f"(chunks of {cs})")
+    need(
+        cs == cfg.explog_chunk,
+        f"'explog.chunk_size' {cs} differs from the config's {cfg.explog_chunk}",
+    )
+    need(
+        ex["n_flushed"] == ex["count"] // cs,
+        f"'explog.n_flushed' {ex['n_flushed']} does not match count {ex['count']} (chunks of {cs})",
+    )
     digests = ex.get("chunk_sha256")
     if v >= 2 or digests is not None:
-        need(isinstance(digests, list) and len(digests) == ex["n_flushed"]
-             and all(isinstance(h, str) and _HEX64.fullmatch(h) for h in digests),
-             f"'explog.chunk_sha256' must hold one SHA-256 per flushed chunk "
-             f"({ex['n_flushed']})")
-    need(ex["count"] == meta["frames"], f"'explog.count' {ex['count']} differs from 'frames' "
-                                        f"{meta['frames']} (every step executed is logged)")
+        need(
+            isinstance(digests, list)
+            and len(digests) == ex["n_flushed"]
+            and all(isinstance(h, str) and _HEX64.fullmatch(h) for h in digests),
+            f"'explog.chunk_sha256' must hold one SHA-256 per flushed chunk ({ex['n_flushed']})",
+        )
+    need(
+        ex["count"] == meta["frames"],
+        f"'explog.count' {ex['count']} differs from 'frames' "
+        f"{meta['frames']} (every step executed is logged)",
+    )
 
 
 def read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray], list[bytes], dict]:
@@ -459,16 +494,20 @@ def read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray], list[bytes
     arrays = read_npz(read_file(apath, 1 << 40, "checkpoint file"), apath, stored_only=True)
     for name, a in arrays.items():
         if a.ndim == 0 or a.shape[0] != n:
-            raise CheckpointError(f"{apath}: array {name!r} has shape {a.shape}, "
-                                  f"expected ({n}, ...)")
+            raise CheckpointError(
+                f"{apath}: array {name!r} has shape {a.shape}, expected ({n}, ...)"
+            )
     lengths = arrays.pop("state_lengths", None)
     if lengths is None or lengths.ndim != 1 or lengths.dtype != np.int64:
         raise CheckpointError(f"{apath}: no valid 'state_lengths'")
     ex = meta["explog"]
     fill = ex["count"] - ex["n_flushed"] * ex["chunk_size"]
     tpath = path / "explog_tail.npz"
-    tail = read_npz(read_file(tpath, 1 << 40, "checkpoint file"), tpath,
-                    {name: (dt, (fill,)) for name, dt in FIELDS})
+    tail = read_npz(
+        read_file(tpath, 1 << 40, "checkpoint file"),
+        tpath,
+        {name: (dt, (fill,)) for name, dt in FIELDS},
+    )
     spath = path / "states.bin"
     blob = read_file(spath, 1 << 40, "checkpoint file")
     if (lengths < 0).any() or int(lengths.sum()) != len(blob):
@@ -494,12 +533,15 @@ def resolve_resume(arg: str, run_dir: RunDir) -> Path | None:
         if latest is None:
             raise CheckpointError(f"{p}: holds no checkpoint to resume from")
         return latest
-    raise CheckpointError(f"--resume {arg}: no such run dir or checkpoint "
-                          "(give 'auto', a run dir, or a checkpoint dir)")
+    raise CheckpointError(
+        f"--resume {arg}: no such run dir or checkpoint "
+        "(give 'auto', a run dir, or a checkpoint dir)"
+    )
 
 
-def adopt_chunks(src_explog: Path, dst_explog: Path, n_chunks: int,
-                 digests: list[str] | None = None) -> None:
+def adopt_chunks(
+    src_explog: Path, dst_explog: Path, n_chunks: int, digests: list[str] | None = None
+) -> None:
     """Make chunks 0..n-1 of another run available in this run (hard link, or copy).
     A chunk already there is kept only if it has the recorded checksum."""
     try:
@@ -511,8 +553,9 @@ def adopt_chunks(src_explog: Path, dst_explog: Path, n_chunks: int,
                     continue
                 dst.unlink()
             if not src.exists():
-                raise CheckpointError(f"experience-log chunk {i} needed by the checkpoint "
-                                      f"is missing: {src}")
+                raise CheckpointError(
+                    f"experience-log chunk {i} needed by the checkpoint is missing: {src}"
+                )
             try:
                 os.link(src, dst)
             except OSError:

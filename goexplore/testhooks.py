@@ -17,6 +17,7 @@ PATH (so a replacement worker does not die again). Points:
 ``chunk-done``    a chunk renamed into place, not yet recorded anywhere
 ``task``          a worker process about to explore a task
 """
+
 from __future__ import annotations
 
 import os

@@ -18,6 +18,7 @@ A problem names the file. Crash debris (temp files, a complete checkpoint
 newer than ``LATEST`` that was never published, chunks written after the
 latest checkpoint) is reported as a note: it is harmless and resume redoes it.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,15 +29,21 @@ import numpy as np
 
 from goexplore.errors import CheckpointError, GoExploreError, RunDirError
 from goexplore.explog import check_entries, chunk_name, load_chunk
-from goexplore.store import (CKPT_NAME, MAX_SMALL_JSON, RunDir, ckpt_frames, load_json,
-                             read_checkpoint)
+from goexplore.store import (
+    CKPT_NAME,
+    MAX_SMALL_JSON,
+    RunDir,
+    ckpt_frames,
+    load_json,
+    read_checkpoint,
+)
 
 
 @dataclass
 class Report:
     run_dir: Path
-    problems: list[str] = field(default_factory=list)   # damage; each names a file
-    notes: list[str] = field(default_factory=list)      # harmless findings
+    problems: list[str] = field(default_factory=list)  # damage; each names a file
+    notes: list[str] = field(default_factory=list)  # harmless findings
     checkpoints: int = 0
     chunks: int = 0
     latest: str | None = None
@@ -46,10 +53,12 @@ class Report:
         return not self.problems
 
     def text(self) -> str:
-        lines = [f"goexplore verify {self.run_dir}",
-                 f"  checkpoints checked     {self.checkpoints}"
-                 + (f"  (LATEST {self.latest})" if self.latest else ""),
-                 f"  log chunks checked      {self.chunks}"]
+        lines = [
+            f"goexplore verify {self.run_dir}",
+            f"  checkpoints checked     {self.checkpoints}"
+            + (f"  (LATEST {self.latest})" if self.latest else ""),
+            f"  log chunks checked      {self.chunks}",
+        ]
         lines += [f"  DAMAGED: {p}" for p in self.problems]
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("intact" if self.ok else f"DAMAGED: {len(self.problems)} problem(s)")
@@ -73,8 +82,9 @@ class _ChunkChecker:
         return self.seen[key]
 
 
-def check_checkpoint(ckpt: Path, explog_dir: Path | None = None,
-                     chunks: _ChunkChecker | None = None) -> tuple[list[str], dict | None]:
+def check_checkpoint(
+    ckpt: Path, explog_dir: Path | None = None, chunks: _ChunkChecker | None = None
+) -> tuple[list[str], dict | None]:
     """(problems, meta) of one checkpoint and the part of the experience log it
     needs (chunks in ``explog_dir``, by default its own run's)."""
     ckpt = Path(ckpt)
@@ -87,8 +97,10 @@ def check_checkpoint(ckpt: Path, explog_dir: Path | None = None,
     problems = []
     m = CKPT_NAME.fullmatch(ckpt.name)
     if m and int(m.group(1)) != meta["frames"]:
-        problems.append(f"{ckpt / 'meta.json'}: holds frames {meta['frames']}, "
-                        f"the directory name says {int(m.group(1))}")
+        problems.append(
+            f"{ckpt / 'meta.json'}: holds frames {meta['frames']}, "
+            f"the directory name says {int(m.group(1))}"
+        )
     ex = meta["explog"]
     count, nf, cs = ex["count"], ex["n_flushed"], ex["chunk_size"]
     apath = ckpt / "archive.npz"
@@ -98,12 +110,16 @@ def check_checkpoint(ckpt: Path, explog_dir: Path | None = None,
     else:
         bad = np.flatnonzero((tl < -1) | (tl >= count))
         if len(bad):
-            problems.append(f"{apath}: {len(bad)} cells point outside the experience log "
-                            f"(cell {int(bad[0])}: entry {int(tl[bad[0]])}, log has {count})")
+            problems.append(
+                f"{apath}: {len(bad)} cells point outside the experience log "
+                f"(cell {int(bad[0])}: entry {int(tl[bad[0]])}, log has {count})"
+            )
         root = (tl == -1) != (tlen == 0)
         if root.any():
-            problems.append(f"{apath}: {int(root.sum())} cells have trajectory pointer and "
-                            "length that disagree (-1 only for the root, of length 0)")
+            problems.append(
+                f"{apath}: {int(root.sum())} cells have trajectory pointer and "
+                "length that disagree (-1 only for the root, of length 0)"
+            )
     problems += check_entries(tail, nf * cs, ckpt / "explog_tail.npz")
     digests = ex.get("chunk_sha256")
     for i in range(nf):
@@ -139,7 +155,7 @@ def verify_run(path: Path) -> Report:
 
     # pointers
     latest = best = None
-    upto = float("inf")         # checkpoints up to LATEST are the run's published state
+    upto = float("inf")  # checkpoints up to LATEST are the run's published state
     try:
         latest = rd.latest_name()
         upto = ckpt_frames(latest) if latest else -1
@@ -160,8 +176,10 @@ def verify_run(path: Path) -> Report:
     latest_meta = None
     for ckpt in rd.checkpoints():
         if ckpt_frames(ckpt.name) > upto:
-            rep.notes.append(f"{ckpt}: complete but never published by LATEST (an interrupted "
-                             "run's last write; ignored, and replaced when the run goes on)")
+            rep.notes.append(
+                f"{ckpt}: complete but never published by LATEST (an interrupted "
+                "run's last write; ignored, and replaced when the run goes on)"
+            )
             continue
         problems, meta = check_checkpoint(ckpt, rd.explog_dir, chunks)
         rep.checkpoints += 1
@@ -175,17 +193,29 @@ def verify_run(path: Path) -> Report:
     # files that no checkpoint covers yet, and crash debris
     nf = latest_meta["explog"]["n_flushed"] if latest_meta else 0
     if rd.explog_dir.is_dir():
-        extra = sorted(p.name for p in rd.explog_dir.glob("chunk_*.npz")
-                       if _chunk_index(p.name) is not None and _chunk_index(p.name) >= nf)
+        extra = sorted(
+            p.name
+            for p in rd.explog_dir.glob("chunk_*.npz")
+            if _chunk_index(p.name) is not None and _chunk_index(p.name) >= nf
+        )
         if extra:
-            rep.notes.append(f"{len(extra)} experience-log chunk(s) written after the latest "
-                             f"checkpoint ({extra[0]}..{extra[-1]}): not covered by a checkpoint "
-                             "yet; a resume rewrites them")
-    debris = [p for d in (rd.path, rd.ckpt_dir, rd.explog_dir) if d.is_dir()
-              for p in d.iterdir() if p.name.endswith((".tmp", ".del"))]
+            rep.notes.append(
+                f"{len(extra)} experience-log chunk(s) written after the latest "
+                f"checkpoint ({extra[0]}..{extra[-1]}): not covered by a checkpoint "
+                "yet; a resume rewrites them"
+            )
+    debris = [
+        p
+        for d in (rd.path, rd.ckpt_dir, rd.explog_dir)
+        if d.is_dir()
+        for p in d.iterdir()
+        if p.name.endswith((".tmp", ".del"))
+    ]
     if debris:
-        rep.notes.append(f"{len(debris)} temporary file(s) left by an interrupted write "
-                         f"(e.g. {debris[0]}); harmless, removed as the run goes on")
+        rep.notes.append(
+            f"{len(debris)} temporary file(s) left by an interrupted write "
+            f"(e.g. {debris[0]}); harmless, removed as the run goes on"
+        )
 
     _check_final(rd, latest_meta, rep)
     _check_metrics(rd, rep)
@@ -194,7 +224,7 @@ def verify_run(path: Path) -> Report:
 
 def _chunk_index(name: str) -> int | None:
     try:
-        return int(name[len("chunk_"):-len(".npz")])
+        return int(name[len("chunk_") : -len(".npz")])
     except ValueError:
         return None
 
@@ -212,12 +242,16 @@ def _check_final(rd: RunDir, latest_meta: dict | None, rep: Report) -> None:
         rep.problems.append(f"{rd.final_path}: a result, but no intact latest checkpoint")
     elif frames != latest_meta["frames"] or entries != latest_meta["explog"]["count"]:
         if isinstance(frames, int) and frames < latest_meta["frames"]:
-            rep.notes.append(f"{rd.final_path}: from an earlier, shorter budget "
-                             f"({frames:,} steps; the run has gone on since)")
+            rep.notes.append(
+                f"{rd.final_path}: from an earlier, shorter budget "
+                f"({frames:,} steps; the run has gone on since)"
+            )
         else:
-            rep.problems.append(f"{rd.final_path}: reports {frames!r} steps / {entries!r} log "
-                                f"entries, the latest checkpoint holds {latest_meta['frames']:,}"
-                                f" / {latest_meta['explog']['count']:,}")
+            rep.problems.append(
+                f"{rd.final_path}: reports {frames!r} steps / {entries!r} log "
+                f"entries, the latest checkpoint holds {latest_meta['frames']:,}"
+                f" / {latest_meta['explog']['count']:,}"
+            )
 
 
 def _check_metrics(rd: RunDir, rep: Report) -> None:

@@ -1,5 +1,6 @@
 """Helpers for the crash-safety tests: the CLI in a subprocess, child
 processes from /proc, and the comparison of two run dirs' results."""
+
 from __future__ import annotations
 
 import json
@@ -27,26 +28,63 @@ def cli_env(**hooks) -> dict:
     return env
 
 
-def run_args(run_dir: Path, env="toy", seed=3, frames=60_000, workers=1, ckpt_every=5_000,
-             chunk=2_000, resume=True, extra=()) -> list[str]:
-    args = ["run", "--env", env, "--seed", str(seed), "--total-frames", str(frames),
-            "--n-workers", str(workers), "--ckpt-every", str(ckpt_every),
-            "--explog-chunk", str(chunk), "--log-every-batches", "1", "--run-dir", str(run_dir)]
+def run_args(
+    run_dir: Path,
+    env="toy",
+    seed=3,
+    frames=60_000,
+    workers=1,
+    ckpt_every=5_000,
+    chunk=2_000,
+    resume=True,
+    extra=(),
+) -> list[str]:
+    args = [
+        "run",
+        "--env",
+        env,
+        "--seed",
+        str(seed),
+        "--total-frames",
+        str(frames),
+        "--n-workers",
+        str(workers),
+        "--ckpt-every",
+        str(ckpt_every),
+        "--explog-chunk",
+        str(chunk),
+        "--log-every-batches",
+        "1",
+        "--run-dir",
+        str(run_dir),
+    ]
     if resume:
         args += ["--resume", "auto"]
     return args + list(extra)
 
 
 def cli(args, timeout=300, **hooks) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "goexplore.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=cli_env(**hooks), cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "goexplore.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(**hooks),
+        cwd=ROOT,
+    )
 
 
 def start(args, **hooks) -> subprocess.Popen:
     """The CLI in its own session (a terminal's Ctrl-C goes to its whole group)."""
-    return subprocess.Popen([sys.executable, "-m", "goexplore.cli", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=cli_env(**hooks), cwd=ROOT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "goexplore.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=cli_env(**hooks),
+        cwd=ROOT,
+        start_new_session=True,
+    )
 
 
 # --- processes --------------------------------------------------------------------------------
@@ -55,8 +93,8 @@ def _stat(pid: int) -> tuple[str, int] | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    rest = raw[raw.rindex(")") + 2:].split()
-    return rest[0], int(rest[1])        # state, ppid
+    rest = raw[raw.rindex(")") + 2 :].split()
+    return rest[0], int(rest[1])  # state, ppid
 
 
 def children(pid: int) -> set[int]:
@@ -112,8 +150,10 @@ def final_json(run_dir: Path) -> dict:
 
 
 def metrics(run_dir: Path) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in VOLATILE_METRICS}
-            for r in RunDir(Path(run_dir)).read_metrics()]
+    return [
+        {k: v for k, v in r.items() if k not in VOLATILE_METRICS}
+        for r in RunDir(Path(run_dir)).read_metrics()
+    ]
 
 
 def run_state(run_dir: Path) -> dict:
@@ -123,12 +163,21 @@ def run_state(run_dir: Path) -> dict:
     ckpt = rd.latest_checkpoint()
     meta, arrays, states, tail = read_checkpoint(ckpt)
     ex = meta["explog"]
-    parts = [load_chunk(rd.explog_dir / chunk_name(i), ex["chunk_size"], ex["chunk_sha256"][i])
-             for i in range(ex["n_flushed"])] + [tail]
+    parts = [
+        load_chunk(rd.explog_dir / chunk_name(i), ex["chunk_size"], ex["chunk_sha256"][i])
+        for i in range(ex["n_flushed"])
+    ] + [tail]
     log = {name: np.concatenate([p[name] for p in parts]) for name, _ in FIELDS}
-    return {"name": ckpt.name, "frames": meta["frames"], "arrays": arrays, "states": states,
-            "log": log, "chunk_sha256": ex["chunk_sha256"], "rng": meta["rng"],
-            "done_scores": meta["done_scores"]}
+    return {
+        "name": ckpt.name,
+        "frames": meta["frames"],
+        "arrays": arrays,
+        "states": states,
+        "log": log,
+        "chunk_sha256": ex["chunk_sha256"],
+        "rng": meta["rng"],
+        "done_scores": meta["done_scores"],
+    }
 
 
 def assert_same_run(got: Path, want: Path) -> None:
@@ -141,7 +190,7 @@ def assert_same_run(got: Path, want: Path) -> None:
     assert a["states"] == b["states"]
     for k in b["log"]:
         np.testing.assert_array_equal(a["log"][k], b["log"][k], err_msg=f"explog {k}")
-    assert a["chunk_sha256"] == b["chunk_sha256"]        # chunk files byte for byte
+    assert a["chunk_sha256"] == b["chunk_sha256"]  # chunk files byte for byte
     assert a["rng"] == b["rng"] and a["done_scores"] == b["done_scores"]
     assert metrics(got) == metrics(want)
 

@@ -7,6 +7,7 @@
 * Selection: :meth:`Archive.sample` against the reference's Python walk, over
   batches of random ``seen`` changes (full and partial running sums).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -79,15 +80,26 @@ def _key(j: int) -> bytes:
 # --- the reference rule, per step, on a dict ---------------------------------------------------
 class Oracle:
     def __init__(self, root_key, root_state, lives):
-        self.cells = {root_key: dict(score=0.0, traj_len=0, traj_last=-1, seen=0, chosen=0,
-                                     chosen_since_new=0, lives=lives, state=root_state,
-                                     facts=(0, 0))}
+        self.cells = {
+            root_key: dict(
+                score=0.0,
+                traj_len=0,
+                traj_last=-1,
+                seen=0,
+                chosen=0,
+                chosen_since_new=0,
+                lives=lives,
+                state=root_state,
+                facts=(0, 0),
+            )
+        }
         self.done_scores, self.rooms = [], set()
 
     def sample(self, n, rng):
         keys = [k for k in self.cells if k != DONE_KEY]
-        picks = reference_sample(np.array([self.cells[k]["seen"] for k in keys]),
-                                 np.zeros(len(keys), bool), n, rng)
+        picks = reference_sample(
+            np.array([self.cells[k]["seen"] for k in keys]), np.zeros(len(keys), bool), n, rng
+        )
         out = []
         for j in picks:
             c = self.cells[keys[j]]
@@ -107,8 +119,14 @@ class Oracle:
             self.rooms.add(facts[0])
             k = DONE_KEY if done else key
             c = self.cells.get(k)
-            entry = dict(score=score, traj_len=length, traj_last=prev, lives=lives,
-                         state=f"{task}:{t}".encode(), facts=facts)
+            entry = dict(
+                score=score,
+                traj_len=length,
+                traj_last=prev,
+                lives=lives,
+                state=f"{task}:{t}".encode(),
+                facts=facts,
+            )
             if c is None:
                 self.cells[k] = dict(entry, seen=1, chosen=0, chosen_since_new=0)
                 seen_ep.add(k)
@@ -128,21 +146,35 @@ class Oracle:
 
 
 def _table(a: Archive):
-    return [dict(key=a.key_of(i), score=float(a.score[i]), traj_len=int(a.traj_len[i]),
-                 traj_last=int(a.traj_last[i]), seen=int(a.seen[i]), chosen=int(a.chosen[i]),
-                 chosen_since_new=int(a.chosen_since_new[i]), lives=int(a.lives[i]),
-                 state=a.state(i), facts=tuple(int(x) for x in a.facts[i]))
-            for i in range(a.n)]
+    return [
+        dict(
+            key=a.key_of(i),
+            score=float(a.score[i]),
+            traj_len=int(a.traj_len[i]),
+            traj_last=int(a.traj_last[i]),
+            seen=int(a.seen[i]),
+            chosen=int(a.chosen[i]),
+            chosen_since_new=int(a.chosen_since_new[i]),
+            lives=int(a.lives[i]),
+            state=a.state(i),
+            facts=tuple(int(x) for x in a.facts[i]),
+        )
+        for i in range(a.n)
+    ]
 
 
 def _oracle_table(o: Oracle):
-    return [dict(key=k, **{f: (tuple(v) if f == "facts" else v) for f, v in c.items()})
-            for k, c in o.cells.items()]
+    return [
+        dict(key=k, **{f: (tuple(v) if f == "facts" else v) for f, v in c.items()})
+        for k, c in o.cells.items()
+    ]
 
 
-step_st = st.tuples(st.integers(0, 11),                    # key (a small pool: revisits)
-                    st.sampled_from([0.0, 0.0, 0.0, 1.0, 2.0, -1.0, 100.0]),
-                    st.sampled_from(["", "", "", "", "", "", "life", "over"]))
+step_st = st.tuples(
+    st.integers(0, 11),  # key (a small pool: revisits)
+    st.sampled_from([0.0, 0.0, 0.0, 1.0, 2.0, -1.0, 100.0]),
+    st.sampled_from(["", "", "", "", "", "", "life", "over"]),
+)
 episode_st = st.lists(step_st, min_size=1, max_size=10)
 batches_st = st.lists(st.lists(episode_st, min_size=1, max_size=6), min_size=1, max_size=5)
 
@@ -172,17 +204,30 @@ def run_both(batches, seed, view_lag=True):
                 lives = lives0 - 1 if event == "life" else lives0
                 env_script.append((_key(kj), reward, lives, event == "over"))
             env.script, env.task = env_script, task_no
-            task = Task(i, cap.states[i], lives0, float(cap.score[i]), int(cap.length[i]),
-                        seed=task_no, steps=len(script))
+            task = Task(
+                i,
+                cap.states[i],
+                lives0,
+                float(cap.score[i]),
+                int(cap.length[i]),
+                seed=task_no,
+                steps=len(script),
+            )
             res = explore(env, cells, codec, view, task, repeat_p=0.9)
-            res = EpisodeResult.decode(res.encode())           # through the wire format
+            res = EpisodeResult.decode(res.encode())  # through the wire format
             for t in range(res.n):
                 key, reward, lives, term = env_script[t]
                 done = term or lives < lives0
                 steps.append((key, reward, lives, done, (key[0] % 4, t)))
             assert res.n == len(steps) and (res.done == steps[-1][3])
-            a.apply(int(cap.ids[i]), float(cap.score[i]), int(cap.length[i]), int(cap.last[i]),
-                    res, entries)
+            a.apply(
+                int(cap.ids[i]),
+                float(cap.score[i]),
+                int(cap.length[i]),
+                int(cap.last[i]),
+                res,
+                entries,
+            )
             o.apply(picks[i][0], picks[i][1], steps, task_no, entries)
             entries += res.n
             task_no += 1
@@ -202,8 +247,11 @@ def test_accept_rule_cases():
     """Hand-picked: a new cell revisited with a higher score (seen 0), a cell
     first found by an earlier task of the same batch, DONE, equal scores."""
     new_then_better = [[(1, 0.0, ""), (2, 0.0, ""), (1, 5.0, ""), (1, 0.0, "")]]
-    same_batch = [[(3, 0.0, ""), (3, 1.0, "")], [(3, 2.0, ""), (4, 0.0, "life")],
-                  [(3, 0.0, ""), (5, 0.0, "over")]]
+    same_batch = [
+        [(3, 0.0, ""), (3, 1.0, "")],
+        [(3, 2.0, ""), (4, 0.0, "life")],
+        [(3, 0.0, ""), (5, 0.0, "over")],
+    ]
     ties = [[(6, 0.0, ""), (7, 0.0, "")], [(7, 0.0, "")], [(2, -1.0, ""), (2, 1.0, "")]]
     a, o = run_both([new_then_better, same_batch, ties, same_batch], seed=1)
     assert a.done_id >= 0 and any(c["seen"] == 0 for c in o.cells.values())
@@ -212,8 +260,16 @@ def test_accept_rule_cases():
 def test_stale_view_sends_superset():
     """Views that are a whole run behind still give the reference's result."""
     rng = np.random.default_rng(0)
-    batches = [[[(int(rng.integers(12)), float(rng.integers(3)), "")
-                 for _ in range(int(rng.integers(1, 9)))] for _ in range(5)] for _ in range(6)]
+    batches = [
+        [
+            [
+                (int(rng.integers(12)), float(rng.integers(3)), "")
+                for _ in range(int(rng.integers(1, 9)))
+            ]
+            for _ in range(5)
+        ]
+        for _ in range(6)
+    ]
     run_both(batches, seed=3, view_lag=True)
 
 
@@ -231,23 +287,23 @@ def test_sample_equals_reference_walk(seed, n, batches):
         a.add(key, b"s", 0.0, 0, -1, 3, (0, 0))
     if a.n == 1 and a.is_done[0]:
         return
-    a.seen[:a.n] = rng.integers(0, 50, a.n)
+    a.seen[: a.n] = rng.integers(0, 50, a.n)
     a._touched.append(np.arange(a.n))
     g1, g2 = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
     for b in range(batches):
         cap = a.sample(100, g1)
-        ref = reference_sample(a.seen[:a.n].copy(), a.is_done[:a.n].copy(), 100, g2)
+        ref = reference_sample(a.seen[: a.n].copy(), a.is_done[: a.n].copy(), 100, g2)
         assert cap.ids == ref
         # the running sum is bit-identical to the reference's np.cumsum over non-DONE cells
-        live = ~a.is_done[:a.n]
-        ref_csum = np.cumsum(np.array([1.0 / np.sqrt(s + 1.0) for s in a.seen[:a.n][live]]))
-        assert a.csum[:a.n][live].tobytes() == ref_csum.tobytes()
+        live = ~a.is_done[: a.n]
+        ref_csum = np.cumsum(np.array([1.0 / np.sqrt(s + 1.0) for s in a.seen[: a.n][live]]))
+        assert a.csum[: a.n][live].tobytes() == ref_csum.tobytes()
         # change some seen counts: sometimes only late cells (partial running sum)
         lo = 0 if b % 2 else int(rng.integers(a.n))
         ids = np.unique(rng.integers(lo, a.n, 5))
         a.seen[ids] += rng.integers(1, 4, len(ids))
         a._touched.append(ids)
-        if b == 2:      # new cells appended
+        if b == 2:  # new cells appended
             for _ in range(3):
                 key = rng.integers(0, 9, KEY_SIZE, np.uint8).tobytes()
                 if a.lookup(key) < 0:
@@ -259,7 +315,7 @@ def test_sample_large_archive_equals_reference():
     g1, g2 = np.random.default_rng(9), np.random.default_rng(9)
     for _ in range(3):
         cap = a.sample(100, g1)
-        assert cap.ids == reference_sample(a.seen[:a.n], a.is_done[:a.n], 100, g2)
+        assert cap.ids == reference_sample(a.seen[: a.n], a.is_done[: a.n], 100, g2)
         ids = np.unique(np.random.default_rng(1).integers(15_000, 20_000, 50))
         a.seen[ids] += 1
         a._touched.append(ids)
@@ -273,8 +329,15 @@ def test_index_states_and_checkpoint_arrays_round_trip():
     while len(keys) < 3000:
         k = rng.integers(0, 9, 88, np.uint8).tobytes()
         if a.lookup(k) < 0:
-            a.add(k, bytes(rng.integers(0, 256, int(rng.integers(1, 200)), np.uint8)),
-                  1.0, 1, 1, 3, (1, 2, 3, 4, 5))
+            a.add(
+                k,
+                bytes(rng.integers(0, 256, int(rng.integers(1, 200)), np.uint8)),
+                1.0,
+                1,
+                1,
+                3,
+                (1, 2, 3, 4, 5),
+            )
             keys.append(k)
     a.add(DONE_KEY, b"done", 5.0, 9, 9, 0, (0,) * 5)
     assert [a.lookup(k) for k in keys] == list(range(3000))
@@ -282,7 +345,7 @@ def test_index_states_and_checkpoint_arrays_round_trip():
     assert a.lookup(bytes(88)) == -1 and a.lookup(bytes([16] * 88)) == -1
     assert a.lookup(b"short") == -1
     states = a.states
-    for i in rng.integers(0, 3000, 2000).tolist():      # replacements: in place, appended, compacted
+    for i in rng.integers(0, 3000, 2000).tolist():  # replacements: in place, appended, compacted
         a._replace(i, bytes([i % 251]) * int(rng.integers(1, 300)), 2.0, 2, 2, 3, (0,) * 5)
         states[i] = a.state(i)
     assert a.states == states
@@ -290,8 +353,9 @@ def test_index_states_and_checkpoint_arrays_round_trip():
     assert b.states == states and b.done_id == 3000
     assert [b.lookup(k) for k in keys] == list(range(3000))
     for name in Archive.ARRAYS:
-        np.testing.assert_array_equal(getattr(b, name)[:b.n] if name != "keys" else b.keys,
-                                      a.to_arrays()[name])
+        np.testing.assert_array_equal(
+            getattr(b, name)[: b.n] if name != "keys" else b.keys, a.to_arrays()[name]
+        )
     arrays = a.to_arrays()
     arrays["keys"][5] = arrays["keys"][7]
     with pytest.raises(CheckpointError):
@@ -300,7 +364,7 @@ def test_index_states_and_checkpoint_arrays_round_trip():
 
 def test_keys_with_big_values_leave_nibble_packing():
     a = Archive(4, 1)
-    small = [bytes(4)] + [bytes([1, 2, 3, i]) for i in range(1, 10)]   # an all-zero key too
+    small = [bytes(4)] + [bytes([1, 2, 3, i]) for i in range(1, 10)]  # an all-zero key too
     for k in small:
         a.add(k, b"x", 0.0, 0, -1, 1, (0,))
     big = bytes([200, 17, 3, 1])
@@ -317,13 +381,66 @@ def test_several_results_in_one_message():
     # (index, actions, done, final, rew_t, rew_v, seen, seen_steps, rooms, cand_ids,
     #  cand_steps, cand_t, cand_first, cand_score, cand_lives, cand_facts, states, new_keys)
     raws = [
-        (4, bytearray([1, 1, 2]), True, 7.0, [1], [7.0], [3, 9], [2, 1], [0, 2], [], [], [], [],
-         [], [], [], [], []),
-        (5, bytearray([0] * 5), False, 0.0, [], [], [], [], [1], [-1, 4], [3, 2], [2, 3],
-         [True, False], [1.5, 2.0], [3, 2], [(1, 2), (3, 4)], [b"s1", b"state2"],
-         [b"k" * KEY_SIZE]),
-        (6, bytearray(), False, 0.0, [], [], [], [], [], [], [], [], [], [], [], [], [],
-         [b"", b"x"]),
+        (
+            4,
+            bytearray([1, 1, 2]),
+            True,
+            7.0,
+            [1],
+            [7.0],
+            [3, 9],
+            [2, 1],
+            [0, 2],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+        ),
+        (
+            5,
+            bytearray([0] * 5),
+            False,
+            0.0,
+            [],
+            [],
+            [],
+            [],
+            [1],
+            [-1, 4],
+            [3, 2],
+            [2, 3],
+            [True, False],
+            [1.5, 2.0],
+            [3, 2],
+            [(1, 2), (3, 4)],
+            [b"s1", b"state2"],
+            [b"k" * KEY_SIZE],
+        ),
+        (
+            6,
+            bytearray(),
+            False,
+            0.0,
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [b"", b"x"],
+        ),
     ]
     got = decode_results(encode_results(raws, 2))
     assert [r.raw()[0] for r in got] == [4, 5, 6]

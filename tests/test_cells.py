@@ -1,4 +1,5 @@
 """DownscaleCells must give exactly the bytes of the cv2 reference key, on every frame."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,14 +10,26 @@ from hypothesis import strategies as st
 import goexplore.cells.downscale as cells_mod
 from goexplore.cells.downscale import DownscaleCells, reference_key
 
-GAMES = ("montezuma_revenge", "pitfall", "private_eye", "venture", "gravitar", "solaris",
-         "freeway", "berzerk", "bowling", "centipede", "skiing")
+GAMES = (
+    "montezuma_revenge",
+    "pitfall",
+    "private_eye",
+    "venture",
+    "gravitar",
+    "solaris",
+    "freeway",
+    "berzerk",
+    "bowling",
+    "centipede",
+    "skiing",
+)
 FRAMES_PER_GAME = 300
 H, W = 210, 160
 
 CELLS = DownscaleCells()
-HYP = settings(max_examples=120, deadline=None, derandomize=True,
-               suppress_health_check=[HealthCheck.too_slow])
+HYP = settings(
+    max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +39,13 @@ def real_frames() -> dict[str, np.ndarray]:
 
     out = {}
     for game in GAMES:
-        env = AtariEnv(game=game, frameskip=4, repeat_action_probability=0.0,
-                       obs_type="grayscale", max_num_frames_per_episode=0)
+        env = AtariEnv(
+            game=game,
+            frameskip=4,
+            repeat_action_probability=0.0,
+            obs_type="grayscale",
+            max_num_frames_per_episode=0,
+        )
         try:
             obs, _ = env.reset(seed=0)
             rng = np.random.default_rng(len(out))
@@ -91,9 +109,11 @@ def test_uniform_random_frames(seed):
 
 
 @HYP
-@given(values=st.lists(st.integers(0, 255), min_size=1, max_size=4),
-       seed=st.integers(0, 2**32 - 1),
-       layout=st.sampled_from(["pixels", "rows", "cols", "blocks", "checker"]))
+@given(
+    values=st.lists(st.integers(0, 255), min_size=1, max_size=4),
+    seed=st.integers(0, 2**32 - 1),
+    layout=st.sampled_from(["pixels", "rows", "cols", "blocks", "checker"]),
+)
 def test_few_level_frames(values, seed, layout):
     """Frames of a few grey levels: cell averages often sit exactly on a rounding point."""
     rng = np.random.default_rng(seed)
@@ -115,13 +135,25 @@ def test_few_level_frames(values, seed, layout):
     assert CELLS.key(frame) == reference_key(frame)
 
 
-THRESHOLD_PAIRS = [(31, 32), (63, 64), (95, 96), (127, 128), (159, 160), (191, 192),
-                   (223, 224), (254, 255)]
+THRESHOLD_PAIRS = [
+    (31, 32),
+    (63, 64),
+    (95, 96),
+    (127, 128),
+    (159, 160),
+    (191, 192),
+    (223, 224),
+    (254, 255),
+]
 
 
 @HYP
-@given(pair=st.sampled_from(THRESHOLD_PAIRS), p=st.floats(0, 1),
-       seed=st.integers(0, 2**32 - 1), spread=st.integers(0, 2))
+@given(
+    pair=st.sampled_from(THRESHOLD_PAIRS),
+    p=st.floats(0, 1),
+    seed=st.integers(0, 2**32 - 1),
+    spread=st.integers(0, 2),
+)
 def test_frames_near_thresholds(pair, p, seed, spread):
     """Pixels around a quantisation threshold T: cell averages close to T - 0.5."""
     rng = np.random.default_rng(seed)
@@ -181,20 +213,35 @@ def test_non_contiguous_frame():
 
 
 # ----------------------------------------------------------- other resolutions
-@pytest.mark.parametrize("width,height,levels", [
-    (11, 8, 8), (8, 11, 8), (16, 16, 8), (10, 12, 16), (11, 8, 1), (11, 8, 2),
-    (11, 8, 255), (13, 9, 254), (5, 3, 100), (1, 1, 8), (40, 30, 8), (160, 8, 8),
-    (16, 14, 8),  # integer scale factors: cv2's other INTER_AREA algorithm
-])
+@pytest.mark.parametrize(
+    "width,height,levels",
+    [
+        (11, 8, 8),
+        (8, 11, 8),
+        (16, 16, 8),
+        (10, 12, 16),
+        (11, 8, 1),
+        (11, 8, 2),
+        (11, 8, 255),
+        (13, 9, 254),
+        (5, 3, 100),
+        (1, 1, 8),
+        (40, 30, 8),
+        (160, 8, 8),
+        (16, 14, 8),  # integer scale factors: cv2's other INTER_AREA algorithm
+    ],
+)
 @pytest.mark.parametrize("shape", [(210, 160), (250, 160), (84, 84), (97, 61), (24, 33)])
 def test_other_sizes_equal_cv2(width, height, levels, shape):
     cells = DownscaleCells(width, height, levels)
     assert cells.key_size == width * height
     rng = np.random.default_rng(width * 1000 + height * 10 + levels)
-    frames = [rng.integers(0, 256, shape, dtype=np.uint8),
-              np.where(rng.random(shape) < 0.5, 127, 128).astype(np.uint8),
-              np.full(shape, 200, np.uint8),
-              rng.choice(np.array([0, 63, 64, 200], np.uint8), shape)]
+    frames = [
+        rng.integers(0, 256, shape, dtype=np.uint8),
+        np.where(rng.random(shape) < 0.5, 127, 128).astype(np.uint8),
+        np.full(shape, 200, np.uint8),
+        rng.choice(np.array([0, 63, 64, 200], np.uint8), shape),
+    ]
     assert_keys_exact(cells, np.stack(frames))
 
 
@@ -205,29 +252,51 @@ def test_upscaling_uses_cv2():
 
 
 # ------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("kwargs,match", [
-    ({"levels": 0}, "levels"), ({"levels": 256}, "levels"), ({"levels": -1}, "levels"),
-    ({"levels": 2.5}, "levels"), ({"levels": True}, "levels"), ({"width": 0}, "width"),
-    ({"height": -3}, "height"), ({"width": "11"}, "width"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"levels": 0}, "levels"),
+        ({"levels": 256}, "levels"),
+        ({"levels": -1}, "levels"),
+        ({"levels": 2.5}, "levels"),
+        ({"levels": True}, "levels"),
+        ({"width": 0}, "width"),
+        ({"height": -3}, "height"),
+        ({"width": "11"}, "width"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         DownscaleCells(**kwargs)
 
 
-@pytest.mark.parametrize("frame", [
-    np.zeros((H, W), np.float32), np.zeros((H, W), np.int16), np.zeros((H, W, 3), np.uint8),
-    np.zeros(W, np.uint8), np.zeros((0, W), np.uint8), [[0] * W] * H, None,
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        np.zeros((H, W), np.float32),
+        np.zeros((H, W), np.int16),
+        np.zeros((H, W, 3), np.uint8),
+        np.zeros(W, np.uint8),
+        np.zeros((0, W), np.uint8),
+        [[0] * W] * H,
+        None,
+    ],
+)
 def test_bad_frame(frame):
     with pytest.raises(ValueError, match="frame"):
         CELLS.key(frame)
 
 
-@pytest.mark.parametrize("frames", [
-    np.zeros((H, W), np.uint8), np.zeros((2, H, W), np.float64), np.zeros((2, H, W, 3), np.uint8),
-    np.zeros((2, 0, W), np.uint8), [np.zeros((H, W), np.uint8)],
-])
+@pytest.mark.parametrize(
+    "frames",
+    [
+        np.zeros((H, W), np.uint8),
+        np.zeros((2, H, W), np.float64),
+        np.zeros((2, H, W, 3), np.uint8),
+        np.zeros((2, 0, W), np.uint8),
+        [np.zeros((H, W), np.uint8)],
+    ],
+)
 def test_bad_frames(frames):
     with pytest.raises(ValueError, match="frames"):
         CELLS.keys(frames)

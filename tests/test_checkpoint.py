@@ -1,4 +1,5 @@
 """Checkpoints: no pickle anywhere, and save -> load reproduces the run."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,12 @@ print(a.n, a.states[0][:1].hex(), float(a.score[:a.n].max()), p.explog.count)
 def test_checkpoint_loads_with_pickle_disabled(tmp_path):
     p = run_ours("toy", 0, 20_000, 1, tmp_path / "run")
     p.checkpoint()
-    out = subprocess.run([sys.executable, "-c", NO_PICKLE, str(tmp_path / "run")],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", NO_PICKLE, str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert int(out[0]) == p.archive.n
     assert float(out[2]) == p.archive.max_archive_score
     assert int(out[3]) == p.explog.count
@@ -43,7 +48,7 @@ def test_checkpoint_files_hold_no_objects(tmp_path):
                 assert z[k].dtype != object
         with zipfile.ZipFile(ckpt / name) as zf:
             for info in zf.infolist():
-                assert b"\x80" != zf.read(info)[:1]      # no pickle stream
+                assert b"\x80" != zf.read(info)[:1]  # no pickle stream
     json.loads((ckpt / "meta.json").read_text())
     # emulator states are serialized state bytes, compressed (codec tag + zstd)
     states = (ckpt / "states.bin").read_bytes()

@@ -1,5 +1,6 @@
 """Bad input: one clear message naming the problem and what is allowed, exit
 code 2, and nothing in the run dir overwritten."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,11 @@ from goexplore.cli import main
 
 
 def _tree(path: Path) -> dict:
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _run(capsys, *argv):
@@ -27,8 +31,18 @@ def _run(capsys, *argv):
 @pytest.fixture
 def toy_run(tmp_path, capsys):
     d = tmp_path / "run"
-    code, _ = _run(capsys, "run", "--env", "toy", "--total-frames", "5000", "--run-dir", str(d),
-                   "--ckpt-every", "2000")
+    code, _ = _run(
+        capsys,
+        "run",
+        "--env",
+        "toy",
+        "--total-frames",
+        "5000",
+        "--run-dir",
+        str(d),
+        "--ckpt-every",
+        "2000",
+    )
     assert code == 0
     return d
 
@@ -40,11 +54,14 @@ def test_unknown_game_lists_choices(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("flag,value,expect", [
-    ("--total-frames", "0", "total-frames: must be a positive integer"),
-    ("--total-frames", "-5", "total-frames: must be a positive integer"),
-    ("--n-workers", "0", "n-workers: must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "flag,value,expect",
+    [
+        ("--total-frames", "0", "total-frames: must be a positive integer"),
+        ("--total-frames", "-5", "total-frames: must be a positive integer"),
+        ("--n-workers", "0", "n-workers: must be a positive integer"),
+    ],
+)
 def test_non_positive_budget_or_workers(tmp_path, capsys, flag, value, expect):
     code, out = _run(capsys, "run", "--env", "toy", flag, value, "--run-dir", str(tmp_path / "x"))
     assert code == 2 and expect in out
@@ -52,30 +69,62 @@ def test_non_positive_budget_or_workers(tmp_path, capsys, flag, value, expect):
 
 
 def test_all_problems_reported_at_once(tmp_path, capsys):
-    code, out = _run(capsys, "run", "--env", "nope", "--total-frames", "0", "--n-workers", "-1",
-                     "--run-dir", str(tmp_path / "x"))
+    code, out = _run(
+        capsys,
+        "run",
+        "--env",
+        "nope",
+        "--total-frames",
+        "0",
+        "--n-workers",
+        "-1",
+        "--run-dir",
+        str(tmp_path / "x"),
+    )
     assert code == 2
     assert "unknown game" in out and "total-frames" in out and "n-workers" in out
 
 
 def test_run_dir_of_a_different_run_is_refused(toy_run, capsys):
     before = _tree(toy_run)
-    code, out = _run(capsys, "run", "--env", "toy", "--seed", "9", "--total-frames", "5000",
-                     "--run-dir", str(toy_run), "--resume", "auto")
+    code, out = _run(
+        capsys,
+        "run",
+        "--env",
+        "toy",
+        "--seed",
+        "9",
+        "--total-frames",
+        "5000",
+        "--run-dir",
+        str(toy_run),
+        "--resume",
+        "auto",
+    )
     assert code == 2 and "different run" in out and "seed" in out
     assert _tree(toy_run) == before
 
 
 def test_existing_run_dir_without_resume_is_refused(toy_run, capsys):
     before = _tree(toy_run)
-    code, out = _run(capsys, "run", "--env", "toy", "--total-frames", "5000", "--run-dir", str(toy_run))
+    code, out = _run(
+        capsys, "run", "--env", "toy", "--total-frames", "5000", "--run-dir", str(toy_run)
+    )
     assert code == 2 and "--resume auto" in out
     assert _tree(toy_run) == before
 
 
 def test_missing_checkpoint(tmp_path, capsys):
-    code, out = _run(capsys, "run", "--env", "toy", "--run-dir", str(tmp_path / "new"),
-                     "--resume", str(tmp_path / "nowhere"))
+    code, out = _run(
+        capsys,
+        "run",
+        "--env",
+        "toy",
+        "--run-dir",
+        str(tmp_path / "new"),
+        "--resume",
+        str(tmp_path / "nowhere"),
+    )
     assert code == 2 and "nowhere" in out
     assert not (tmp_path / "new").exists()
 
@@ -87,8 +136,18 @@ def test_corrupt_checkpoint_names_the_file(toy_run, capsys):
     data[len(data) // 2] ^= 0xFF
     target.write_bytes(bytes(data))
     before = _tree(toy_run)
-    code, out = _run(capsys, "run", "--env", "toy", "--total-frames", "9000",
-                     "--run-dir", str(toy_run), "--resume", "auto")
+    code, out = _run(
+        capsys,
+        "run",
+        "--env",
+        "toy",
+        "--total-frames",
+        "9000",
+        "--run-dir",
+        str(toy_run),
+        "--resume",
+        "auto",
+    )
     assert code == 2 and "archive.npz" in out
     assert _tree(toy_run) == before
 
@@ -109,6 +168,7 @@ def test_replay_detects_tampered_score(toy_run, capsys):
     import numpy as np
 
     from goexplore.store import sha256_file
+
     ckpt = toy_run / "checkpoints" / (toy_run / "checkpoints" / "LATEST").read_text().strip()
     with np.load(ckpt / "archive.npz") as z:
         arrays = {k: z[k] for k in z.files}
@@ -116,8 +176,10 @@ def test_replay_detects_tampered_score(toy_run, capsys):
     arrays["score"][best] += 1000
     np.savez(ckpt / "archive.npz", **arrays)
     manifest = json.loads((ckpt / "manifest.json").read_text())
-    manifest["archive.npz"] = {"sha256": sha256_file(ckpt / "archive.npz"),
-                               "bytes": (ckpt / "archive.npz").stat().st_size}
+    manifest["archive.npz"] = {
+        "sha256": sha256_file(ckpt / "archive.npz"),
+        "bytes": (ckpt / "archive.npz").stat().st_size,
+    }
     (ckpt / "manifest.json").write_text(json.dumps(manifest))
     code, out = _run(capsys, "replay", str(toy_run), "--cell", str(best))
     assert code == 1 and "MISMATCH" in out
@@ -126,9 +188,21 @@ def test_replay_detects_tampered_score(toy_run, capsys):
 
 
 def test_games_lists_all():
-    out = subprocess.run([sys.executable, "-m", "goexplore.cli", "games"], capture_output=True,
-                         text=True, check=True).stdout
-    for g in ("montezuma", "pitfall", "private_eye", "venture", "gravitar", "solaris",
-              "freeway", "berzerk", "bowling", "centipede", "skiing"):
+    out = subprocess.run(
+        [sys.executable, "-m", "goexplore.cli", "games"], capture_output=True, text=True, check=True
+    ).stdout
+    for g in (
+        "montezuma",
+        "pitfall",
+        "private_eye",
+        "venture",
+        "gravitar",
+        "solaris",
+        "freeway",
+        "berzerk",
+        "bowling",
+        "centipede",
+        "skiing",
+    ):
         assert g in out
     assert "ALE/MontezumaRevenge-v5" in out

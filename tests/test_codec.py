@@ -1,5 +1,6 @@
 """State compression: the trained state model and dictionaries round trip, old
 blobs stay readable, damage and foreign blobs are errors, never misreads."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +32,7 @@ def test_model_round_trip_and_size():
         assert model.decompress(model.compress(s)) == s
     mean_plain = np.mean([len(plain.compress(s)) for s in states[256:]])
     mean_model = np.mean([len(model.compress(s)) for s in states[256:]])
-    assert mean_model < mean_plain / 4          # the point of the model
+    assert mean_model < mean_plain / 4  # the point of the model
     # states that move where the training states did not: still exact
     rng = np.random.default_rng(5)
     for s in states[300:320]:
@@ -61,7 +62,7 @@ def test_training_is_deterministic():
 
 
 def test_no_model_for_tiny_or_few_states():
-    assert train_model([bytes(56)] * 1000) is None       # the toy's 56-byte states
+    assert train_model([bytes(56)] * 1000) is None  # the toy's 56-byte states
     assert train_model(_states(n=5)) is None
     assert train_dictionary([bytes(56)] * 1000) is None
 
@@ -91,8 +92,9 @@ def test_blob_of_another_generation_is_refused():
     assert g1.decompress(g1.compress(states[0])) == states[0]
 
 
-@pytest.mark.parametrize("damage", ["empty", "tag", "truncated", "garbage", "no-model",
-                                    "header", "bad-length"])
+@pytest.mark.parametrize(
+    "damage", ["empty", "tag", "truncated", "garbage", "no-model", "header", "bad-length"]
+)
 def test_damaged_blob_raises_checkpoint_error(damage):
     states = _states()
     codec = StateCodec(train_model(states[:256], generation=1))
@@ -101,7 +103,7 @@ def test_damaged_blob_raises_checkpoint_error(damage):
     bad = {
         "empty": b"",
         "tag": b"\xf7" + blob[1:],
-        "truncated": blob[:len(blob) // 2],
+        "truncated": blob[: len(blob) // 2],
         "garbage": b"\x00" + bytes(range(200)),
         "no-model": blob,
         "header": plain_blob[:1] + b"\xff\xff\xff\xff" + plain_blob[5:],

@@ -1,4 +1,5 @@
 """``goexplore compare``: several run dirs on one page (synthetic run dirs, known numbers)."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,42 +13,82 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from goexplore.errors import GoExploreError  # noqa: E402
-from goexplore.report.compare import (  # noqa: E402
-    Figures, add_parser, band, budgets_reached, common_grid, compare, first_level_step,
-    load_runs, step_values, table)
+from goexplore.errors import GoExploreError
+from goexplore.report.compare import (
+    Figures,
+    add_parser,
+    band,
+    budgets_reached,
+    common_grid,
+    compare,
+    first_level_step,
+    load_runs,
+    step_values,
+    table,
+)
 
 M = 1_000_000
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _row(frames, score, done, cells, rooms, level="absent"):
-    r = {"batch": frames // 1000, "frames": frames, "steps_per_s": 2000.0,
-         "best_done_score": done, "max_archive_score": score, "n_cells": cells,
-         "rooms_found": rooms}
+    r = {
+        "batch": frames // 1000,
+        "frames": frames,
+        "steps_per_s": 2000.0,
+        "best_done_score": done,
+        "max_archive_score": score,
+        "n_cells": cells,
+        "rooms_found": rooms,
+    }
     if level != "absent":
         r["max_level"] = level
     return r
 
 
 # seed 0 of montezuma / montezuma-dk: finished (final.json), reaches level 1 at 1.3M
-ROWS_A = [_row(400_000, 0.0, None, 50, 1, 0), _row(900_000, 100.0, 0.0, 120, 2, 0),
-          _row(1_300_000, 400.0, 100.0, 200, 4, 1), _row(1_900_000, 2500.0, 400.0, 310, 6, 1)]
-FINAL_A = {"frames_total": 2_050_000, "frames_unit": "agent_steps", "best_done_score": 400.0,
-           "max_archive_score": 2600.0, "n_cells": 333, "rooms_found": 7, "max_level": 1,
-           "verified": True,
-           "protocol": "Phase 1 deterministic search with emulator restore (no sticky actions): "
-                       "not comparable with sticky-action RL scores"}
+ROWS_A = [
+    _row(400_000, 0.0, None, 50, 1, 0),
+    _row(900_000, 100.0, 0.0, 120, 2, 0),
+    _row(1_300_000, 400.0, 100.0, 200, 4, 1),
+    _row(1_900_000, 2500.0, 400.0, 310, 6, 1),
+]
+FINAL_A = {
+    "frames_total": 2_050_000,
+    "frames_unit": "agent_steps",
+    "best_done_score": 400.0,
+    "max_archive_score": 2600.0,
+    "n_cells": 333,
+    "rooms_found": 7,
+    "max_level": 1,
+    "verified": True,
+    "protocol": "Phase 1 deterministic search with emulator restore (no sticky actions): "
+    "not comparable with sticky-action RL scores",
+}
 # seed 1 of the same group: in progress (no final.json), a row exactly at 1M, never level 1
-ROWS_B = [_row(500_000, 0.0, None, 40, 1, 0), _row(1_000_000, 300.0, 0.0, 150, 3, 0),
-          _row(1_600_000, 600.0, 300.0, 260, 5, 0)]
+ROWS_B = [
+    _row(500_000, 0.0, None, 40, 1, 0),
+    _row(1_000_000, 300.0, 0.0, 150, 3, 0),
+    _row(1_600_000, 600.0, 300.0, 260, 5, 0),
+]
 # an old pitfall run: no preset in config.json, no max_level in rows, no rooms
-ROWS_OLD = [_row(300_000, 0.0, None, 30, None), _row(700_000, 2000.0, 0.0, 90, None),
-            _row(1_200_000, 3000.0, 2000.0, 140, None)]
+ROWS_OLD = [
+    _row(300_000, 0.0, None, 30, None),
+    _row(700_000, 2000.0, 0.0, 90, None),
+    _row(1_200_000, 3000.0, 2000.0, 140, None),
+]
 
 
-def make_run(root: Path, name: str, rows: list[dict], *, env="montezuma", seed=0,
-             preset: str | None = None, final: dict | None = None) -> Path:
+def make_run(
+    root: Path,
+    name: str,
+    rows: list[dict],
+    *,
+    env="montezuma",
+    seed=0,
+    preset: str | None = None,
+    final: dict | None = None,
+) -> Path:
     d = root / name
     d.mkdir(parents=True)
     cfg = {"env": env, "seed": seed, "total_frames": 2 * M, "n_workers": 2}
@@ -62,9 +103,11 @@ def make_run(root: Path, name: str, rows: list[dict], *, env="montezuma", seed=0
 
 @pytest.fixture
 def three_runs(tmp_path):
-    return [make_run(tmp_path, "dk-seed0", ROWS_A, seed=0, preset="montezuma-dk", final=FINAL_A),
-            make_run(tmp_path, "dk-seed1", ROWS_B, seed=1, preset="montezuma-dk"),
-            make_run(tmp_path, "old-pitfall", ROWS_OLD, env="pitfall", seed=3)]
+    return [
+        make_run(tmp_path, "dk-seed0", ROWS_A, seed=0, preset="montezuma-dk", final=FINAL_A),
+        make_run(tmp_path, "dk-seed1", ROWS_B, seed=1, preset="montezuma-dk"),
+        make_run(tmp_path, "old-pitfall", ROWS_OLD, env="pitfall", seed=3),
+    ]
 
 
 def expected_at(rows: list[dict], budget: int) -> dict:
@@ -74,50 +117,71 @@ def expected_at(rows: list[dict], budget: int) -> dict:
 
 # --- the table ------------------------------------------------------------------------------
 
+
 def test_table_values_at_budgets(three_runs):
     runs = load_runs(three_runs)
     assert [r.path.name for r in runs] == ["dk-seed0", "dk-seed1", "old-pitfall"]
     budgets = budgets_reached(runs)
-    assert budgets == [M, 2 * M]          # A's final.json says 2.05M; nobody reached 5M
+    assert budgets == [M, 2 * M]  # A's final.json says 2.05M; nobody reached 5M
     rows = {t.run_dir.name: t for t in table(runs, budgets)}
 
-    for name, src, reached in (("dk-seed0", ROWS_A, [M, 2 * M]), ("dk-seed1", ROWS_B, [M]),
-                               ("old-pitfall", ROWS_OLD, [M])):
+    for name, src, reached in (
+        ("dk-seed0", ROWS_A, [M, 2 * M]),
+        ("dk-seed1", ROWS_B, [M]),
+        ("old-pitfall", ROWS_OLD, [M]),
+    ):
         for b in budgets:
             got = rows[name].at[b]
             if b not in reached:
                 assert got is None, (name, b)
                 continue
             e = expected_at(src, b)
-            assert got == Figures(e["frames"], e["max_archive_score"], e["best_done_score"],
-                                  e["n_cells"], e["rooms_found"], e.get("max_level")), (name, b)
+            assert got == Figures(
+                e["frames"],
+                e["max_archive_score"],
+                e["best_done_score"],
+                e["n_cells"],
+                e["rooms_found"],
+                e.get("max_level"),
+            ), (name, b)
     # the same, spelled out: a row exactly at the budget counts; 2M for A is its 1.9M row
     assert rows["dk-seed0"].at[M].best_score == 100.0 and rows["dk-seed0"].at[M].cells == 120
     assert rows["dk-seed1"].at[M].best_score == 300.0 and rows["dk-seed1"].at[M].frames == M
     assert rows["dk-seed0"].at[2 * M].best_score == 2500.0 and rows["dk-seed0"].at[2 * M].level == 1
-    assert rows["dk-seed1"].at[2 * M] is None                     # stopped at 1.6M
+    assert rows["dk-seed1"].at[2 * M] is None  # stopped at 1.6M
 
     a, b, old = rows["dk-seed0"], rows["dk-seed1"], rows["old-pitfall"]
     assert (a.final, a.final_from, a.verified) == (
-        Figures(2_050_000, 2600.0, 400.0, 333, 7, 1), "final.json", True)
+        Figures(2_050_000, 2600.0, 400.0, 333, 7, 1),
+        "final.json",
+        True,
+    )
     assert (b.final, b.final_from, b.verified) == (
-        Figures(1_600_000, 600.0, 300.0, 260, 5, 0), "metrics.jsonl", None)
+        Figures(1_600_000, 600.0, 300.0, 260, 5, 0),
+        "metrics.jsonl",
+        None,
+    )
     assert (a.first_level1_step, b.first_level1_step) == (1_300_000, None)
     assert (a.preset, old.preset, old.env) == ("montezuma-dk", "reference", "pitfall")
     assert old.final.level is None and old.final.rooms is None and old.first_level1_step is None
 
 
 def test_first_level_step():
-    rows = [{"frames": 10, "max_level": None}, {"frames": 20, "max_level": 0},
-            {"frames": 30, "max_level": 1}, {"frames": 40, "max_level": 2}]
+    rows = [
+        {"frames": 10, "max_level": None},
+        {"frames": 20, "max_level": 0},
+        {"frames": 30, "max_level": 1},
+        {"frames": 40, "max_level": 2},
+    ]
     assert first_level_step(rows) == 30
     assert first_level_step(rows, level=2) == 40
     assert first_level_step([{"frames": 10, "max_level": 0}, {"frames": 50, "max_level": 2}]) == 50
-    assert first_level_step([{"frames": 10}, {"frames": 20}]) is None      # an old run
+    assert first_level_step([{"frames": 10}, {"frames": 20}]) is None  # an old run
     assert first_level_step([]) is None
 
 
 # --- step functions and bands ---------------------------------------------------------------
+
 
 def test_step_values_last_row_at_or_before_and_only_up_to_the_last_row():
     f, v = np.array([10.0, 20.0, 30.0]), np.array([1.0, 2.0, 3.0])
@@ -127,9 +191,11 @@ def test_step_values_last_row_at_or_before_and_only_up_to_the_last_row():
 
 
 def test_band_median_min_max():
-    curves = [(np.array([0.0, 10, 20]), np.array([1.0, 5, 9])),
-              (np.array([5.0, 15]), np.array([2.0, 4])),
-              (np.array([10.0, 30]), np.array([3.0, 7]))]
+    curves = [
+        (np.array([0.0, 10, 20]), np.array([1.0, 5, 9])),
+        (np.array([5.0, 15]), np.array([2.0, 4])),
+        (np.array([10.0, 30]), np.array([3.0, 7])),
+    ]
     grid = np.array([0.0, 5, 10, 15, 20, 25, 30, 35])
     # each run's step function on the grid, written out by hand:
     #   run 1:   1    1    5    5    9    -    -    -
@@ -148,8 +214,10 @@ def test_band_median_min_max():
 
 def test_band_skips_null_values():
     # best_done_score is null until the first episode ends: that run does not count there
-    curves = [(np.array([0.0, 10]), np.array([np.nan, 4.0])),
-              (np.array([0.0, 10]), np.array([2.0, 6.0]))]
+    curves = [
+        (np.array([0.0, 10]), np.array([np.nan, 4.0])),
+        (np.array([0.0, 10]), np.array([2.0, 6.0])),
+    ]
     b = band(curves)
     np.testing.assert_array_equal(b.median, [2.0, 5.0])
     np.testing.assert_array_equal(b.lo, [2.0, 4.0])
@@ -157,6 +225,7 @@ def test_band_skips_null_values():
 
 
 # --- the page -------------------------------------------------------------------------------
+
 
 def test_page_and_pngs(three_runs, tmp_path):
     out = tmp_path / "cmp"
@@ -168,7 +237,7 @@ def test_page_and_pngs(three_runs, tmp_path):
         assert p.parent == out and p.read_bytes()[:8] == PNG_MAGIC
     html = res.html.read_text()
     srcs = re.findall(r'src="([^"]*)"', html)
-    assert sorted(srcs) == names                       # every PNG, by relative name only
+    assert sorted(srcs) == names  # every PNG, by relative name only
     for d in three_runs:
         assert f"<code>{d}</code>" in html
     assert "no sticky actions" in html and "not comparable" in html
@@ -178,7 +247,7 @@ def test_page_and_pngs(three_runs, tmp_path):
     assert re.search(r"dk-seed1</code>.*?<td>1</td>(<td>-</td>){5}</tr>", html)
     assert "2,600" in html and '<span class="ok">yes</span>' in html
     assert "pitfall / reference" in html
-    assert re.search(r"no data \(not logged.*?pitfall / reference", html)   # level figure
+    assert re.search(r"no data \(not logged.*?pitfall / reference", html)  # level figure
     assert [t.run_dir for t in res.rows] == three_runs
 
 
@@ -189,32 +258,45 @@ def test_old_runs_only_and_the_command(tmp_path, capsys):
     assert ap.parse_args(["compare", "x"]).out == "compare-out"
     out = tmp_path / "page"
     out.mkdir()
-    (out / "level.png").write_bytes(PNG_MAGIC)        # a stale figure of an earlier comparison
+    (out / "level.png").write_bytes(PNG_MAGIC)  # a stale figure of an earlier comparison
     args = ap.parse_args(["compare", *map(str, old), "--out", str(out)])
     assert args.func(args) == 0
     assert str(out / "index.html") in capsys.readouterr().out
     html = (out / "index.html").read_text()
     # no levels and no rooms logged: those figures are left out, and the page says so
     assert sorted(p.name for p in out.glob("*.png")) == [
-        "best_done_score.png", "best_score.png", "cells.png"]
+        "best_done_score.png",
+        "best_score.png",
+        "cells.png",
+    ]
     assert sorted(re.findall(r'src="([^"]*)"', html)) == [
-        "best_done_score.png", "best_score.png", "cells.png"]
+        "best_done_score.png",
+        "best_score.png",
+        "cells.png",
+    ]
     assert html.count("no run logged it") == 2
     assert "pitfall / reference" in html
-    assert "<h3>1M agent steps" in html and "<h3>2M" not in html          # they stop at 1.2M
+    assert "<h3>1M agent steps" in html and "<h3>2M" not in html  # they stop at 1.2M
     # at 1M: the 700k row; no rooms, no level (and no first step at level 1) in old pitfall runs
-    assert re.search(r"old1</code></td><td class='l'>pitfall / reference</td><td>1</td>"
-                     r"<td>2,000</td><td>0</td><td>90</td><td>-</td><td>-</td></tr>", html)
-    assert re.search(r"old1</code>.*?<td>1,200,000</td><td>3,000</td><td>2,000</td><td>140</td>"
-                     r"<td>-</td><td>-</td><td>-</td><td>-</td>", html)
+    assert re.search(
+        r"old1</code></td><td class='l'>pitfall / reference</td><td>1</td>"
+        r"<td>2,000</td><td>0</td><td>90</td><td>-</td><td>-</td></tr>",
+        html,
+    )
+    assert re.search(
+        r"old1</code>.*?<td>1,200,000</td><td>3,000</td><td>2,000</td><td>140</td>"
+        r"<td>-</td><td>-</td><td>-</td><td>-</td>",
+        html,
+    )
 
 
 # --- reading run dirs: what is tolerated, what is refused -----------------------------------
 
+
 def test_a_cut_short_last_line_is_skipped(tmp_path):
     d = make_run(tmp_path, "crashed", ROWS_B)
     with open(d / "metrics.jsonl", "a") as f:
-        f.write('{"batch": 2000, "frames": 2000')      # a crash while the row was written
+        f.write('{"batch": 2000, "frames": 2000')  # a crash while the row was written
     (run,) = load_runs([d])
     assert [r["frames"] for r in run.rows] == [r["frames"] for r in ROWS_B]
     assert run.notes and "cut short" in run.notes[0]
@@ -243,7 +325,7 @@ def _bad_line(tmp):
 def _bad_last_line(tmp):
     d = make_run(tmp, "r", ROWS_A)
     with open(d / "metrics.jsonl", "a") as f:
-        f.write("not json\n")          # a whole line (newline written): not a crash, refused
+        f.write("not json\n")  # a whole line (newline written): not a crash, refused
     return [d], tmp / "out", f"{d / 'metrics.jsonl'}, line 5: malformed"
 
 
@@ -288,15 +370,29 @@ def _bad_config(tmp):
     return [d], tmp / "out", f"{d / 'config.json'}: config must be a JSON object"
 
 
-@pytest.mark.parametrize("case", [_no_config, _no_metrics, _bad_line, _bad_last_line, _frames_not_int,
-                                  _frames_go_back, _score_not_a_number, _not_a_dir, _missing,
-                                  _out_is_a_file, _no_runs, _bad_config])
+@pytest.mark.parametrize(
+    "case",
+    [
+        _no_config,
+        _no_metrics,
+        _bad_line,
+        _bad_last_line,
+        _frames_not_int,
+        _frames_go_back,
+        _score_not_a_number,
+        _not_a_dir,
+        _missing,
+        _out_is_a_file,
+        _no_runs,
+        _bad_config,
+    ],
+)
 def test_errors_name_the_path(tmp_path, case):
     dirs, out, expected = case(tmp_path)
     with pytest.raises(GoExploreError) as e:
         compare(dirs, out)
     assert expected in str(e.value)
-    assert not out.is_dir()                      # nothing written
+    assert not out.is_dir()  # nothing written
 
 
 def test_the_same_run_twice_is_refused(tmp_path):
@@ -311,5 +407,7 @@ def test_figures_finite_for_json(three_runs):
     for t in table(runs, budgets_reached(runs)):
         for f in [*t.at.values(), t.final]:
             if f is not None:
-                assert all(v is None or math.isfinite(v) for v in
-                           (f.best_score, f.best_done_score, f.cells, f.rooms, f.level))
+                assert all(
+                    v is None or math.isfinite(v)
+                    for v in (f.best_score, f.best_done_score, f.cells, f.rooms, f.level)
+                )

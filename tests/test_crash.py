@@ -9,6 +9,7 @@ fault-injection points of :mod:`goexplore.testhooks` - a checkpoint half
 written, renamed but not published, published but not pruned; a log chunk
 half written, or renamed but not yet recorded.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runutil import (alive, assert_same_run, children, cli, run_args, start, wait_gone)
+from runutil import alive, assert_same_run, children, cli, run_args, start, wait_gone
 
 from goexplore.verify import verify_run
 
@@ -28,7 +29,7 @@ TOY = dict(env="toy", seed=3, frames=40_000, workers=1, ckpt_every=4_000, chunk=
 MONTEZUMA = dict(env="montezuma", seed=0, frames=7_000, workers=2, ckpt_every=1_500, chunk=1_000)
 
 
-BASELINE_WALL_S: dict[str, float] = {}    # how long the uninterrupted toy run took
+BASELINE_WALL_S: dict[str, float] = {}  # how long the uninterrupted toy run took
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +77,14 @@ def test_kill_at_each_injection_point(tmp_path, toy_baseline):
     d = tmp_path / "run"
     # the timed kill first, when the whole run is still ahead: at 60% of the time an
     # uninterrupted run takes (start-up included), so it lands mid-run on any machine
-    plan = [("time", 0.6 * BASELINE_WALL_S["toy"]), ("chunk-write", 2), ("ckpt-files", 1),
-            ("chunk-done", 3), ("ckpt-rename", 1), ("ckpt-publish", 1)]
+    plan = [
+        ("time", 0.6 * BASELINE_WALL_S["toy"]),
+        ("chunk-write", 2),
+        ("ckpt-files", 1),
+        ("chunk-done", 3),
+        ("ckpt-rename", 1),
+        ("ckpt-publish", 1),
+    ]
     for kind, arg in plan:
         killed, _ = _kill_run(d, kind, arg, TOY)
         assert killed, f"{kind}:{arg} was not reached"
@@ -97,10 +104,13 @@ def test_kill_at_random_points(tmp_path, toy_baseline):
     while kills < 20:
         chain += 1
         d = tmp_path / f"chain{chain}"
-        for _ in range(6):                          # up to 6 kills in a row, then finish
+        for _ in range(6):  # up to 6 kills in a row, then finish
             kind = rng.choice(("time",) * 3 + HOOK_POINTS)
-            arg = round(rng.uniform(0.6, 2.0), 2) if kind == "time" else rng.randint(
-                1, 10 if kind.startswith("chunk") else 4)
+            arg = (
+                round(rng.uniform(0.6, 2.0), 2)
+                if kind == "time"
+                else rng.randint(1, 10 if kind.startswith("chunk") else 4)
+            )
             killed, _ = _kill_run(d, kind, arg, TOY)
             log.append(f"{kind}:{arg}{'' if killed else ' (finished first)'}")
             if not killed:
@@ -212,8 +222,12 @@ def test_kill_dk_run_resumes_to_the_same_result(tmp_path):
     wall = time.perf_counter() - t0
     assert r.returncode == 0, r.stdout + r.stderr
     d = tmp_path / "run"
-    for kind, arg in [("time", 0.6 * wall), ("chunk-write", 2), ("ckpt-rename", 1),
-                      ("ckpt-publish", 1)]:
+    for kind, arg in [
+        ("time", 0.6 * wall),
+        ("chunk-write", 2),
+        ("ckpt-rename", 1),
+        ("ckpt-publish", 1),
+    ]:
         killed, _ = _kill_run(d, kind, arg, cfg)
         assert killed, f"{kind}:{arg} was not reached"
         _assert_intact(d, f"after kill at {kind}:{arg}")

@@ -3,6 +3,7 @@ the same archive whatever the number of workers, replay from reset of every
 cell, pickle-free checkpoints, resume, and kill -9 (test_crash.py) - on the
 toy world with every selection term switched on, and on Montezuma with the
 ``montezuma-dk`` preset."""
+
 from __future__ import annotations
 
 import subprocess
@@ -19,10 +20,22 @@ from goexplore.presets import PRESETS
 
 # the toy world has Montezuma's facts (room, x, y, level, inventory): the DK key applies.
 # Every selection term is on, and episodes end only at game over.
-TOY_DK = dict(cells="montezuma-dk", cell_x_bin=2, cell_y_bin=2, seen_weight=1.0,
-              chosen_weight=0.3, chosen_power=1.0, since_new_weight=0.2, steps_weight=0.1,
-              steps_power=0.7, horiz_weight=0.1, vert_weight=0.05, keys_weight=1.0,
-              low_level_weight=0.1, episode_end="game")
+TOY_DK = dict(
+    cells="montezuma-dk",
+    cell_x_bin=2,
+    cell_y_bin=2,
+    seen_weight=1.0,
+    chosen_weight=0.3,
+    chosen_power=1.0,
+    since_new_weight=0.2,
+    steps_weight=0.1,
+    steps_power=0.7,
+    horiz_weight=0.1,
+    vert_weight=0.05,
+    keys_weight=1.0,
+    low_level_weight=0.1,
+    episode_end="game",
+)
 MONTEZUMA_DK = {k: v for k, v in PRESETS["montezuma-dk"].settings.items() if k != "env"}
 
 
@@ -46,15 +59,15 @@ def _weights_are_current(p):
     a = p.archive
     csum = a._weights().copy()
     full = a.weights_of(np.arange(a.n))
-    np.testing.assert_array_equal(a.weight[:a.n], full)
+    np.testing.assert_array_equal(a.weight[: a.n], full)
     np.testing.assert_array_equal(csum, np.cumsum(full))
 
 
 def test_toy_dk_same_archive_for_1_2_3_workers():
     runs = [run_ours("toy", 4, 25_000, w, **TOY_DK) for w in (1, 2, 3)]
     assert runs[0].archive.n > 50
-    assert runs[0].archive.steps[:runs[0].archive.n].sum() > 0
-    assert runs[0].archive.holds_most[:runs[0].archive.n].any()
+    assert runs[0].archive.steps[: runs[0].archive.n].sum() > 0
+    assert runs[0].archive.holds_most[: runs[0].archive.n].any()
     for p in runs[1:]:
         _same_archive(runs[0], p)
     for p in runs:
@@ -66,7 +79,7 @@ def test_toy_dk_every_cell_replays(tmp_path):
     played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
     assert failures == [] and played > 0
     # episodes crossed life losses (game-over mode): some trajectories lose a life midway
-    lives = p.archive.lives[:p.archive.n]
+    lives = p.archive.lives[: p.archive.n]
     assert lives.min() < lives.max()
 
 
@@ -85,14 +98,19 @@ def test_dk_checkpoint_loads_with_pickle_disabled(tmp_path):
 
     p = run_ours("toy", 0, 15_000, 1, tmp_path / "run", **TOY_DK)
     p.checkpoint()
-    out = subprocess.run([sys.executable, "-c", NO_PICKLE, str(tmp_path / "run")],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", NO_PICKLE, str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert int(out[0]) == p.archive.n
     q = load_run(tmp_path / "run")
     _same_archive(p, q)
     _weights_are_current(q)
-    np.testing.assert_array_equal(q.archive.weight[:q.archive.n], p.archive.weights_of(
-        np.arange(p.archive.n)))
+    np.testing.assert_array_equal(
+        q.archive.weight[: q.archive.n], p.archive.weights_of(np.arange(p.archive.n))
+    )
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -1,4 +1,5 @@
 """Conformance of every env adapter with the RestorableEnv protocol."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,16 +36,16 @@ def _conformance(name, n=60):
     f0 = env.reset().copy()
     first = _play(env, acts[:n])
     f1 = env.reset().copy()
-    np.testing.assert_array_equal(f0, f1)               # reset is deterministic
+    np.testing.assert_array_equal(f0, f1)  # reset is deterministic
     _same(_play(env, acts[:n]), first)
     s = env.clone_state()
     env.restore_state(s)
-    assert env.clone_state() == s                        # clone->restore->clone stable
+    assert env.clone_state() == s  # clone->restore->clone stable
     ahead = _play(env, acts[n:])
-    _play(env, acts[:7])                                 # wander off, then come back
+    _play(env, acts[:7])  # wander off, then come back
     env.restore_state(s)
-    _same(_play(env, acts[n:]), ahead)                   # restore then replay: identical
-    env2 = make_env(name)                                # a state moves between envs
+    _same(_play(env, acts[n:]), ahead)  # restore then replay: identical
+    env2 = make_env(name)  # a state moves between envs
     env2.reset()
     env2.restore_state(s)
     _same(_play(env2, acts[n:]), ahead)
@@ -71,8 +72,14 @@ def test_atari_step_equals_gymnasium():
     from ale_py.env import AtariEnv as GymAtari
 
     ours = make_env("montezuma")
-    ref = GymAtari(game="montezuma_revenge", frameskip=4, repeat_action_probability=0.0,
-                   obs_type="grayscale", full_action_space=False, max_num_frames_per_episode=0)
+    ref = GymAtari(
+        game="montezuma_revenge",
+        frameskip=4,
+        repeat_action_probability=0.0,
+        obs_type="grayscale",
+        full_action_space=False,
+        max_num_frames_per_episode=0,
+    )
     np.testing.assert_array_equal(ours.reset(), ref.reset(seed=0)[0])
     rng = np.random.default_rng(1)
     for a in rng.integers(ours.n_actions, size=300).tolist():

@@ -1,5 +1,6 @@
 """The experience log holds exactly the entries of the episodes appended to it,
 whether an episode fits its chunk or crosses one or more chunk boundaries."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,11 +10,14 @@ from hypothesis import strategies as st
 from goexplore.explog import ExperienceLog
 
 episode = st.tuples(
-    st.integers(0, 40),                     # steps
-    st.integers(-1, 10_000),                # prev of the first step
-    st.lists(st.tuples(st.integers(0, 39), st.sampled_from([1.0, 100.0, -5.0, 0.5])),
-             max_size=4, unique_by=lambda x: x[0]),
-    st.booleans(),                          # the last step ended it
+    st.integers(0, 40),  # steps
+    st.integers(-1, 10_000),  # prev of the first step
+    st.lists(
+        st.tuples(st.integers(0, 39), st.sampled_from([1.0, 100.0, -5.0, 0.5])),
+        max_size=4,
+        unique_by=lambda x: x[0],
+    ),
+    st.booleans(),  # the last step ended it
 )
 
 
@@ -31,8 +35,11 @@ def expected_entries(episodes) -> dict[str, list]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(eps=st.lists(episode, min_size=1, max_size=25), chunk=st.sampled_from([7, 32, 1000]),
-       seed=st.integers(0, 2**16))
+@given(
+    eps=st.lists(episode, min_size=1, max_size=25),
+    chunk=st.sampled_from([7, 32, 1000]),
+    seed=st.integers(0, 2**16),
+)
 def test_log_holds_every_appended_entry(eps, chunk, seed):
     rng = np.random.default_rng(seed)
     log = ExperienceLog(None, chunk_size=chunk)
@@ -50,4 +57,6 @@ def test_log_holds_every_appended_entry(eps, chunk, seed):
     want = expected_entries(full)
     assert log.count == count and log.n_flushed == count // chunk
     for name in want:
-        np.testing.assert_array_equal(got[name], np.array(want[name], got[name].dtype), err_msg=name)
+        np.testing.assert_array_equal(
+            got[name], np.array(want[name], got[name].dtype), err_msg=name
+        )

@@ -2,22 +2,32 @@
 (key, score, trajectory length, seen, chosen, chosen_since_new, lives, trajectory
 pointer) and entry by entry in the experience log, after 20 batches on
 Montezuma — whatever the number of workers."""
+
 from __future__ import annotations
 
 import pytest
-from conftest import (FIDELITY_ENV, FIDELITY_FRAMES, FIDELITY_SEED, archive_table,
-                      assert_same_archive, run_ours)
+from conftest import (
+    FIDELITY_ENV,
+    FIDELITY_FRAMES,
+    FIDELITY_SEED,
+    archive_table,
+    assert_same_archive,
+    run_ours,
+)
 
 
 def test_reference_budget_covers_20_batches(reference_montezuma):
     assert reference_montezuma["batch"] >= 20
 
 
-@pytest.mark.parametrize("n_workers", [
-    2,
-    pytest.param(1, marks=pytest.mark.slow),
-    pytest.param(3, marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "n_workers",
+    [
+        2,
+        pytest.param(1, marks=pytest.mark.slow),
+        pytest.param(3, marks=pytest.mark.slow),
+    ],
+)
 def test_archive_equals_reference(reference_montezuma, n_workers):
     ours = archive_table(run_ours(FIDELITY_ENV, FIDELITY_SEED, FIDELITY_FRAMES, n_workers))
     assert_same_archive(ours, reference_montezuma)

@@ -11,6 +11,7 @@ Mutations are applied both without and with a re-signed manifest (and
 re-recorded chunk checksums), so the parsers behind the checksums are
 exercised too, through to a full resume (``prepare``) and ``verify``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,15 +38,20 @@ from goexplore.store import CKPT_FILES, RunDir, read_checkpoint, sha256_file
 from goexplore.verify import check_checkpoint, verify_run
 
 CFG = Config(env="toy", seed=1, total_frames=8_000, ckpt_every=0, explog_chunk=1_000)
-MEM_LIMIT = 48 << 20           # bytes any single load may allocate here (files are ~100 KB)
-FUZZ = settings(deadline=None, max_examples=120, derandomize=False,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+MEM_LIMIT = 48 << 20  # bytes any single load may allocate here (files are ~100 KB)
+FUZZ = settings(
+    deadline=None,
+    max_examples=120,
+    derandomize=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
     """A small finished run: checkpoint, chunks, tail."""
     from goexplore.runner import execute
+
     d = tmp_path_factory.mktemp("fuzz") / "run"
     p, _ = prepare(CFG, d, None)
     execute(p, log=lambda *a: None)
@@ -81,8 +87,11 @@ mutation = st.one_of(
     st.tuples(st.just("truncate"), st.floats(0, 1), st.just(0)),
     st.tuples(st.just("insert"), st.floats(0, 1), st.binary(min_size=1, max_size=64)),
     st.tuples(st.just("overwrite"), st.floats(0, 1), st.binary(min_size=1, max_size=64)),
-    st.tuples(st.just("int"), st.floats(0, 1), st.sampled_from(
-        [0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFFFFFF, 2**63 - 1, 0])),
+    st.tuples(
+        st.just("int"),
+        st.floats(0, 1),
+        st.sampled_from([0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFFFFFF, 2**63 - 1, 0]),
+    ),
 )
 
 
@@ -97,9 +106,9 @@ def _mutate(data: bytes, mut) -> bytes:
     elif kind == "insert":
         b[i:i] = arg
     elif kind == "overwrite":
-        b[i:i + len(arg)] = arg
-    elif kind == "int":                      # a size/offset field blown up
-        b[i:i + 8] = struct.pack("<Q", arg)
+        b[i : i + len(arg)] = arg
+    elif kind == "int":  # a size/offset field blown up
+        b[i : i + 8] = struct.pack("<Q", arg)
     return bytes(b)
 
 
@@ -130,7 +139,7 @@ def test_chunk_loader_mutated(tmp_path_factory, good, muts, check_sha):
 
 # --- crafted npy headers -------------------------------------------------------------------
 def _npy(descr: str, shape, fortran: bool, body: bytes, version=(1, 0)) -> bytes:
-    header = "{'descr': %s, 'fortran_order': %r, 'shape': %s, }" % (descr, fortran, shape)
+    header = f"{{'descr': {descr}, 'fortran_order': {fortran!r}, 'shape': {shape}, }}"
     header = header.encode("latin1")
     pad = 64 - (10 + len(header) + 1) % 64
     header += b" " * pad + b"\n"
@@ -147,23 +156,49 @@ def _zip(members: dict[str, bytes], method=zipfile.ZIP_STORED) -> bytes:
     return buf.getvalue()
 
 
-descrs = st.sampled_from(["'<i8'", "'>i8'", "'|u1'", "'<f4'", "'|O'", "'<U10'", "'|V8'",
-                          "[('a', '<i4')]", "'<c16'", "'|b1'", "'<M8[s]'", "None", "'zz'",
-                          "(1,2)", "'<i8' + 'x'", "__import__('os').system('true')"])
+descrs = st.sampled_from(
+    [
+        "'<i8'",
+        "'>i8'",
+        "'|u1'",
+        "'<f4'",
+        "'|O'",
+        "'<U10'",
+        "'|V8'",
+        "[('a', '<i4')]",
+        "'<c16'",
+        "'|b1'",
+        "'<M8[s]'",
+        "None",
+        "'zz'",
+        "(1,2)",
+        "'<i8' + 'x'",
+        "__import__('os').system('true')",
+    ]
+)
 shapes = st.one_of(
     st.tuples(st.integers(0, 2**62)).map(str),
     st.tuples(st.integers(0, 2**31), st.integers(0, 2**31)).map(str),
-    st.sampled_from(["()", "(-1,)", "(1.5,)", "('a',)", "(3,)*9", "[3]", "(2**70,)",
-                     "(" + "3," * 40 + ")"]),
+    st.sampled_from(
+        ["()", "(-1,)", "(1.5,)", "('a',)", "(3,)*9", "[3]", "(2**70,)", "(" + "3," * 40 + ")"]
+    ),
 )
 
 
 @FUZZ
-@given(descr=descrs, shape=shapes, fortran=st.booleans(), body=st.binary(max_size=256),
-       version=st.sampled_from([(1, 0), (2, 0)]), deflate=st.booleans())
+@given(
+    descr=descrs,
+    shape=shapes,
+    fortran=st.booleans(),
+    body=st.binary(max_size=256),
+    version=st.sampled_from([(1, 0), (2, 0)]),
+    deflate=st.booleans(),
+)
 def test_crafted_npy_headers(descr, shape, fortran, body, version, deflate):
-    data = _zip({"prev.npy": _npy(descr, shape, fortran, body, version)},
-                zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED)
+    data = _zip(
+        {"prev.npy": _npy(descr, shape, fortran, body, version)},
+        zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED,
+    )
     out = _only_our_errors(read_npz, data, "fuzz")
     if out is not None:
         assert out["prev"].dtype != object and out["prev"].nbytes <= len(body)
@@ -182,8 +217,9 @@ def test_zip_bombs_are_refused_before_inflating(tmp_path, good):
     shape to expect, and archive.npz must be stored uncompressed."""
     body = b"\0" * (64 << 20)
     member = _npy("'<i8'", f"({len(body) // 8},)", False, body)
-    bomb = _zip({name + ".npy": member for name in ("prev", "act", "rew", "done")},
-                zipfile.ZIP_DEFLATED)
+    bomb = _zip(
+        {name + ".npy": member for name in ("prev", "act", "rew", "done")}, zipfile.ZIP_DEFLATED
+    )
     del body, member
     assert len(bomb) < 1_000_000
     chunk = tmp_path / "chunk_00000.npz"
@@ -230,13 +266,17 @@ def _copy_run(good, base) -> Path:
 
 
 def _resign(ckpt: Path) -> None:
-    m = {n: {"sha256": sha256_file(ckpt / n), "bytes": (ckpt / n).stat().st_size}
-         for n in CKPT_FILES if (ckpt / n).exists()}
+    m = {
+        n: {"sha256": sha256_file(ckpt / n), "bytes": (ckpt / n).stat().st_size}
+        for n in CKPT_FILES
+        if (ckpt / n).exists()
+    }
     (ckpt / "manifest.json").write_text(json.dumps(m))
 
 
 def _attempt_resume(d: Path) -> None:
     """Everything a resume does with the files: must end in success or our errors."""
+
     def go():
         ckpt = RunDir(d).latest_checkpoint()
         read_checkpoint(ckpt)
@@ -244,13 +284,20 @@ def _attempt_resume(d: Path) -> None:
         p, _ = prepare(CFG.replace(total_frames=CFG.total_frames), d, "auto")
         p.explog.all_entries()
         verify_run(d)
+
     _only_our_errors(go)
 
 
-@settings(deadline=None, max_examples=80,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(target=st.sampled_from(list(CKPT_FILES) + ["manifest.json", "chunk"]),
-       muts=st.lists(mutation, min_size=1, max_size=3), resign=st.booleans())
+@settings(
+    deadline=None,
+    max_examples=80,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    target=st.sampled_from(list(CKPT_FILES) + ["manifest.json", "chunk"]),
+    muts=st.lists(mutation, min_size=1, max_size=3),
+    resign=st.booleans(),
+)
 def test_checkpoint_files_mutated(tmp_path_factory, good, target, muts, resign):
     d = _copy_run(good, tmp_path_factory.getbasetemp())
     ckpt = RunDir(d).latest_checkpoint()
@@ -270,20 +317,45 @@ def test_checkpoint_files_mutated(tmp_path_factory, good, target, muts, resign):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
     | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                  max_size=4),
-    max_leaves=12)
-META_PATHS = [("frames",), ("batch",), ("n_cells",), ("config",), ("config", "explog_chunk"),
-              ("config", "seed"), ("rng",), ("rng", "state"), ("rng", "state", "state"),
-              ("done_scores",), ("rooms",), ("explog",), ("explog", "count"),
-              ("explog", "n_flushed"), ("explog", "chunk_size"), ("explog", "chunk_sha256"),
-              ("codec_dictionary",), ("best_done_score",), ("format_version",), ()]
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+META_PATHS = [
+    ("frames",),
+    ("batch",),
+    ("n_cells",),
+    ("config",),
+    ("config", "explog_chunk"),
+    ("config", "seed"),
+    ("rng",),
+    ("rng", "state"),
+    ("rng", "state", "state"),
+    ("done_scores",),
+    ("rooms",),
+    ("explog",),
+    ("explog", "count"),
+    ("explog", "n_flushed"),
+    ("explog", "chunk_size"),
+    ("explog", "chunk_sha256"),
+    ("codec_dictionary",),
+    ("best_done_score",),
+    ("format_version",),
+    (),
+]
 
 
-@settings(deadline=None, max_examples=120,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    deadline=None,
+    max_examples=120,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(where=st.sampled_from(META_PATHS), value=json_values, delete=st.booleans())
 def test_meta_json_values(tmp_path_factory, good, where, value, delete):
     d = _copy_run(good, tmp_path_factory.getbasetemp())

@@ -1,5 +1,6 @@
 """Presets: documented bundles of ordinary config fields; flags override them;
 config.json records the result; a resume starts from the run's own config."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,12 @@ from goexplore.presets import PRESETS, apply_preset
 
 
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "goexplore.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "goexplore.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_reference_preset_is_the_default_config():
@@ -44,21 +49,52 @@ def test_presets_command_lists_each_preset_on_one_line():
     lines = [ln for ln in r.stdout.splitlines() if ln.split(" ", 1)[0] in PRESETS]
     assert [ln.split()[0] for ln in lines] == list(PRESETS)
     r = _cli("presets", "montezuma-dk")
-    assert r.returncode == 0 and "--keys-weight 1.0" in r.stdout and "--horiz-weight 0.1" in r.stdout
+    assert (
+        r.returncode == 0 and "--keys-weight 1.0" in r.stdout and "--horiz-weight 0.1" in r.stdout
+    )
 
 
 def test_config_written_by_an_older_version_loads_with_reference_defaults():
-    old = {k: v for k, v in Config(seed=4).to_json().items()
-           if k in ("env", "seed", "total_frames", "n_workers", "batch_cells", "explore_steps",
-                    "action_repeat_p", "cell_width", "cell_height", "cell_levels",
-                    "log_every_batches", "ckpt_every", "explog_chunk")}
+    old = {
+        k: v
+        for k, v in Config(seed=4).to_json().items()
+        if k
+        in (
+            "env",
+            "seed",
+            "total_frames",
+            "n_workers",
+            "batch_cells",
+            "explore_steps",
+            "action_repeat_p",
+            "cell_width",
+            "cell_height",
+            "cell_levels",
+            "log_every_batches",
+            "ckpt_every",
+            "explog_chunk",
+        )
+    }
     assert Config.from_json(old) == Config(seed=4)
 
 
 def test_run_with_a_preset_records_it_and_resume_needs_no_flags(tmp_path):
     d = tmp_path / "run"
-    r = _cli("run", "--preset", "montezuma-dk", "--horiz-weight", "0.3", "--total-frames", "150",
-             "--batch-cells", "2", "--log-every-batches", "1", "--run-dir", str(d))
+    r = _cli(
+        "run",
+        "--preset",
+        "montezuma-dk",
+        "--horiz-weight",
+        "0.3",
+        "--total-frames",
+        "150",
+        "--batch-cells",
+        "2",
+        "--log-every-batches",
+        "1",
+        "--run-dir",
+        str(d),
+    )
     assert r.returncode == 0, r.stderr
     assert "preset montezuma-dk" in r.stdout and "highest level (from 0)     0" in r.stdout
     cfg = json.loads((d / "config.json").read_text())
@@ -80,8 +116,19 @@ def test_run_with_a_preset_records_it_and_resume_needs_no_flags(tmp_path):
 
 def test_game_without_rooms_reports_none(tmp_path):
     d = tmp_path / "run"
-    r = _cli("run", "--env", "venture", "--total-frames", "100", "--batch-cells", "2",
-             "--log-every-batches", "1", "--run-dir", str(d))
+    r = _cli(
+        "run",
+        "--env",
+        "venture",
+        "--total-frames",
+        "100",
+        "--batch-cells",
+        "2",
+        "--log-every-batches",
+        "1",
+        "--run-dir",
+        str(d),
+    )
     assert r.returncode == 0, r.stderr
     final = json.loads((d / "final.json").read_text())
     assert final["rooms_found"] is None and final["max_level"] is None

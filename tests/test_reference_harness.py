@@ -1,6 +1,7 @@
 """Self-check of the reference-script harness (tests/reference_harness +
 tests/reference_runner.py): the reference runs, its archive is replayable
 from reset(seed=0), and it is deterministic across runs and worker counts."""
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "reference_harness"))
 
-from reference_runner import reference_actions, reference_script, run_reference  # noqa: E402
+from reference_runner import reference_actions, reference_script, run_reference
 
 try:
     reference_script()
 except FileNotFoundError as e:  # pragma: no cover - environment dependent
     pytest.skip(str(e), allow_module_level=True)
 
-from env_go_explore import make_restore_env  # noqa: E402
+from env_go_explore import make_restore_env
 
 ENV, SEED, FRAMES = "montezuma", 0, 3000
 

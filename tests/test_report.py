@@ -1,4 +1,5 @@
 """``goexplore report``: the page, its pictures and video, the map, TensorBoard."""
+
 from __future__ import annotations
 
 import base64
@@ -19,18 +20,30 @@ import pytest
 pytest.importorskip("matplotlib")
 pytest.importorskip("imageio_ffmpeg")
 
-from goexplore.cli import main  # noqa: E402
-from goexplore.phase1 import load_run  # noqa: E402
-from goexplore.report import build_report  # noqa: E402
-from goexplore.report.build import top_cells  # noqa: E402
-from goexplore.report.layouts import MONTEZUMA, layout_for  # noqa: E402
-from goexplore.report.media import count_video_frames, iter_gif_frames  # noqa: E402
+from goexplore.cli import main
+from goexplore.phase1 import load_run
+from goexplore.report import build_report
+from goexplore.report.build import top_cells
+from goexplore.report.layouts import MONTEZUMA, layout_for
+from goexplore.report.media import count_video_frames, iter_gif_frames
 
 
 def _run(tmp, env, frames, *extra):
     rd = tmp / f"{env}-run"
-    rc = main(["run", "--env", env, "--total-frames", str(frames), "--run-dir", str(rd),
-               "--log-every-batches", "1", *extra])
+    rc = main(
+        [
+            "run",
+            "--env",
+            env,
+            "--total-frames",
+            str(frames),
+            "--run-dir",
+            str(rd),
+            "--log-every-batches",
+            "1",
+            *extra,
+        ]
+    )
     assert rc == 0
     return rd
 
@@ -101,7 +114,7 @@ def test_video_frames_are_the_replay(toy_report):
     k = video_scale(*frames[0].shape[:2])
     for i in (0, len(frames) // 2, len(frames) - 1):
         want = upscale(frames[i], k).astype(int)
-        got = decoded[i][:want.shape[0], :want.shape[1]].astype(int)
+        got = decoded[i][: want.shape[0], : want.shape[1]].astype(int)
         assert np.abs(got - want).mean() < 6, i
 
 
@@ -142,10 +155,10 @@ def test_montezuma_positions_land_on_the_player():
             continue
         rgb = MONTEZUMA.room_image(env.render_rgb())
         room, x, y = env.facts()[:3]
-        mask = np.all(rgb == (200, 72, 72), axis=2)       # Panama Joe's shirt
+        mask = np.all(rgb == (200, 72, 72), axis=2)  # Panama Joe's shirt
         ys, xs = np.nonzero(mask)
         if len(xs) < 20 or np.ptp(xs) > 10 or np.ptp(ys) < 12:
-            continue          # not one upright sprite (dying: lying down, never an archive cell)
+            continue  # not one upright sprite (dying: lying down, never an archive cell)
         checked += 1
         px, py = MONTEZUMA.pixel(x, y)
         hits += (xs.min() <= px <= xs.max()) and (ys.min() <= py <= ys.max())
@@ -161,7 +174,7 @@ def test_montezuma_short_run_report(tmp_path):
     assert rep.maps and 1 in rep.maps[0].rooms_reached
     assert count_video_frames(rep.mp4) == a.traj_len[a.best_cell()] + 1
     assert all(t.replayed_score == t.score for t in rep.top)
-    assert "not reached" not in rep.html.read_text()   # the placeholders are drawn, not written
+    assert "not reached" not in rep.html.read_text()  # the placeholders are drawn, not written
 
 
 def test_cli_report_and_errors(toy_report, tmp_path, capsys):
@@ -199,8 +212,8 @@ def test_tensorboard_scalars(tmp_path):
     data, tags = files[0].read_bytes(), {}
     pos = 0
     while pos < len(data):
-        (n,) = struct.unpack("<Q", data[pos:pos + 8])
-        ev = event_pb2.Event.FromString(data[pos + 12:pos + 12 + n])
+        (n,) = struct.unpack("<Q", data[pos : pos + 8])
+        ev = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + n])
         pos += 12 + n + 4
         for v in ev.summary.value:
             tags.setdefault(v.tag, []).append((ev.step, v.simple_value))
@@ -227,15 +240,35 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 class Chromium:
     """A tiny DevTools-protocol client over --remote-debugging-pipe (fd 3 in, fd 4 out)."""
 
-    FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--hide-scrollbars", "--mute-audio", "--remote-debugging-pipe"]
+    FLAGS = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--mute-audio",
+        "--remote-debugging-pipe",
+    ]
 
     def __init__(self, user_data_dir: Path):
         self.proc = subprocess.Popen(
-            ["sh", "-c", 'exec "$0" "$@" 3<&0 4>&1 </dev/null >/dev/null', CHROMIUM,
-             *self.FLAGS, f"--user-data-dir={user_data_dir}", "about:blank"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            [
+                "sh",
+                "-c",
+                'exec "$0" "$@" 3<&0 4>&1 </dev/null >/dev/null',
+                CHROMIUM,
+                *self.FLAGS,
+                f"--user-data-dir={user_data_dir}",
+                "about:blank",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self._id, self._buf, self.events = 0, b"", []
 
     def send(self, method, params=None, session=None, timeout=60):
@@ -297,11 +330,19 @@ def load_page(url: str, tmp: Path, width=1200, height=2000):
         s = b.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for dom in ("Page", "Runtime", "Log"):
             b.send(f"{dom}.enable", session=s)
-        b.send("Emulation.setDeviceMetricsOverride",
-               {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=s)
+        b.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session=s,
+        )
         b.send("Page.navigate", {"url": url}, session=s)
         b.wait_event("Page.loadEventFired")
-        facts = b.send("Runtime.evaluate", {"awaitPromise": True, "returnByValue": True, "expression": """
+        facts = b.send(
+            "Runtime.evaluate",
+            {
+                "awaitPromise": True,
+                "returnByValue": True,
+                "expression": """
             (async () => {
               const v = document.querySelector('video');
               let video = null;
@@ -316,15 +357,25 @@ def load_page(url: str, tmp: Path, width=1200, height=2000):
               const imgs = Array.from(document.images);
               return {images: imgs.length, broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length,
                       height: document.body.scrollHeight, video: video};
-            })()"""}, session=s)["result"]["value"]
-        shot = base64.b64decode(b.send("Page.captureScreenshot", {"format": "png"}, session=s)["data"])
+            })()""",
+            },
+            session=s,
+        )["result"]["value"]
+        shot = base64.b64decode(
+            b.send("Page.captureScreenshot", {"format": "png"}, session=s)["data"]
+        )
         problems = []
         for m in b.events:
             p = m.get("params", {})
             if m.get("method") == "Runtime.exceptionThrown":
                 d = p["exceptionDetails"]
-                problems.append(f"{d.get('text', '')} {d.get('exception', {}).get('description', '')}")
-            elif m.get("method") == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                problems.append(
+                    f"{d.get('text', '')} {d.get('exception', {}).get('description', '')}"
+                )
+            elif m.get("method") == "Runtime.consoleAPICalled" and p.get("type") in (
+                "error",
+                "assert",
+            ):
                 problems.append(f"console.{p['type']}: {p.get('args')}")
             elif m.get("method") == "Log.entryAdded" and p["entry"].get("level") == "error":
                 problems.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}")
@@ -333,7 +384,9 @@ def load_page(url: str, tmp: Path, width=1200, height=2000):
         b.close()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI installs it: .ci/apt-packages.txt)")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium not installed (CI installs it: .ci/apt-packages.txt)"
+)
 def test_page_loads_in_headless_chromium(toy_report, tmp_path):
     from PIL import Image
 
@@ -341,12 +394,12 @@ def test_page_loads_in_headless_chromium(toy_report, tmp_path):
     problems, shot, facts = load_page(rep.html.resolve().as_uri(), tmp_path)
     assert problems == []
     assert facts["images"] >= 4 and facts["broken"] == 0, facts
-    if facts["video"]["canPlay"]:          # Debian's chromium plays H.264; others may not
+    if facts["video"]["canPlay"]:  # Debian's chromium plays H.264; others may not
         assert facts["video"]["readyState"] >= 1 and facts["video"]["error"] is None, facts
         assert facts["video"]["duration"] > 0
     img = np.asarray(Image.open(io.BytesIO(shot)).convert("RGB"))
     assert img.shape[:2] == (2000, 1200)
-    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 50     # not blank
+    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 50  # not blank
     assert img.std() > 20
     (tmp_path / "page.png").write_bytes(shot)
 
@@ -355,8 +408,10 @@ def test_page_loads_in_headless_chromium(toy_report, tmp_path):
 def test_browser_check_catches_errors(tmp_path):
     """The check itself works: a broken page is reported."""
     page = tmp_path / "bad.html"
-    page.write_text('<html><body><img src="missing.png"><script>console.error("boom");'
-                    "nope();</script></body></html>")
+    page.write_text(
+        '<html><body><img src="missing.png"><script>console.error("boom");'
+        "nope();</script></body></html>"
+    )
     problems, _, facts = load_page(page.as_uri(), tmp_path, 400, 300)
     text = " ".join(problems)
     assert "boom" in text and "nope" in text

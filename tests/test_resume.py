@@ -1,5 +1,6 @@
 """A run stopped after a checkpoint and resumed — in the same run dir or a
 fresh one — finishes exactly like an uninterrupted run."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ def _final(run_dir):
 
 def _run(cfg, run_dir, resume=None, stop_after=None):
     p, _ = prepare(cfg, run_dir, resume)
-    if stop_after is not None:                      # stop at a batch boundary
+    if stop_after is not None:  # stop at a batch boundary
         p.run(should_stop=lambda: p.batch >= stop_after)
         p.checkpoint()
         return p
@@ -38,21 +39,35 @@ def _same(p, q, dp, dq):
         np.testing.assert_array_equal(a["explog"][k], b["explog"][k])
     assert p.archive.states == q.archive.states
     assert _final(dp) == _final(dq)
-    rows_p = [{k: v for k, v in r.items() if k not in ("steps_per_s", "time")}
-              for r in p.run_dir.read_metrics()]
-    rows_q = [{k: v for k, v in r.items() if k not in ("steps_per_s", "time")}
-              for r in q.run_dir.read_metrics()]
+    rows_p = [
+        {k: v for k, v in r.items() if k not in ("steps_per_s", "time")}
+        for r in p.run_dir.read_metrics()
+    ]
+    rows_q = [
+        {k: v for k, v in r.items() if k not in ("steps_per_s", "time")}
+        for r in q.run_dir.read_metrics()
+    ]
     assert rows_p == rows_q
 
 
-@pytest.mark.parametrize("env,frames,workers", [
-    ("toy", 60_000, 1),
-    ("toy", 60_000, 2),
-    pytest.param("montezuma", 24_000, 2, marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "env,frames,workers",
+    [
+        ("toy", 60_000, 1),
+        ("toy", 60_000, 2),
+        pytest.param("montezuma", 24_000, 2, marks=pytest.mark.slow),
+    ],
+)
 def test_resume_same_and_fresh_dir(tmp_path, env, frames, workers):
-    cfg = Config(env=env, seed=5, total_frames=frames, n_workers=workers,
-                 ckpt_every=frames // 6, explog_chunk=3000, log_every_batches=2)
+    cfg = Config(
+        env=env,
+        seed=5,
+        total_frames=frames,
+        n_workers=workers,
+        ckpt_every=frames // 6,
+        explog_chunk=3000,
+        log_every_batches=2,
+    )
     full = _run(cfg, tmp_path / "full")
 
     # stopped after 4 batches, resumed in the same dir

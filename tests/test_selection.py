@@ -1,6 +1,7 @@
 """The selection weight: the vectorised formula against a literal per-cell
 oracle of the papers' WeightedSelector, the reference setting bit for bit, and
 the incremental map terms against a from-scratch computation."""
+
 from __future__ import annotations
 
 import math
@@ -35,11 +36,18 @@ def _oracle(p: SelectionParams, a: dict, i: int, max_level: int) -> float:
     if a["is_done"][i]:
         return 0.0
     res = 0.0
-    for name, (w, pw) in (("seen", p.seen), ("chosen", p.chosen), ("since_new", p.since_new),
-                          ("steps", p.steps)):
+    for name, (w, pw) in (
+        ("seen", p.seen),
+        ("chosen", p.chosen),
+        ("since_new", p.since_new),
+        ("steps", p.steps),
+    ):
         res += w * 1 / (int(a[name][i]) + 1) ** pw
-    res += (p.horiz * int(a["missing_lr"][i]) + p.vert * int(a["missing_ud"][i])
-            + p.keys * bool(a["holds_most"][i]))
+    res += (
+        p.horiz * int(a["missing_lr"][i])
+        + p.vert * int(a["missing_ud"][i])
+        + p.keys * bool(a["holds_most"][i])
+    )
     level_weight = 1.0
     if a["level"][i] < max_level:
         level_weight = p.low_level_weight ** (max_level - int(a["level"][i]))
@@ -53,10 +61,20 @@ def test_reference_setting_is_bit_exact(seen):
     zeros = np.zeros(n, np.int32)
     done = np.zeros(n, np.bool_)
     done[0] = True
-    w = cell_weights(SelectionParams(), seen=seen, chosen=zeros + 7, since_new=zeros + 3,
-                     steps=zeros + 11, missing_lr=zeros, missing_ud=zeros,
-                     holds_most=zeros.astype(bool), level=zeros, max_level=0, is_done=done)
-    want = 1.0 / np.sqrt(seen + 1.0)         # the reference's own expression
+    w = cell_weights(
+        SelectionParams(),
+        seen=seen,
+        chosen=zeros + 7,
+        since_new=zeros + 3,
+        steps=zeros + 11,
+        missing_lr=zeros,
+        missing_ud=zeros,
+        holds_most=zeros.astype(bool),
+        level=zeros,
+        max_level=0,
+        is_done=done,
+    )
+    want = 1.0 / np.sqrt(seen + 1.0)  # the reference's own expression
     want[done] = 0.0
     assert w.tobytes() == want.tobytes()
 
@@ -65,10 +83,18 @@ def test_reference_setting_is_bit_exact(seen):
 @given(st.integers(0, 2**32 - 1))
 def test_formula_matches_the_per_cell_oracle(seed):
     rng = random.Random(seed)
-    pw = lambda: rng.choice((0.5, 1.0, 0.3, 2.0))          # noqa: E731
-    wt = lambda: rng.choice((0.0, 0.0, 1.0, 0.25, 3.0))    # noqa: E731
-    p = SelectionParams((rng.choice((1.0, 0.5)), pw()), (wt(), pw()), (wt(), pw()),
-                        (wt(), pw()), wt(), wt(), wt(), rng.choice((1.0, 0.1, 0.5, 0.0)))
+    pw = lambda: rng.choice((0.5, 1.0, 0.3, 2.0))
+    wt = lambda: rng.choice((0.0, 0.0, 1.0, 0.25, 3.0))
+    p = SelectionParams(
+        (rng.choice((1.0, 0.5)), pw()),
+        (wt(), pw()),
+        (wt(), pw()),
+        (wt(), pw()),
+        wt(),
+        wt(),
+        wt(),
+        rng.choice((1.0, 0.1, 0.5, 0.0)),
+    )
     a = _arrays(rng, 40)
     max_level = int(a["level"].max())
     got = cell_weights(p, **a, max_level=max_level)
@@ -115,13 +141,20 @@ def _brute(keys: list[bytes]):
                 y, ry = yr[1], ry - 1
             elif y > yr[1]:
                 y, ry = yr[0], ry + 1
-            off = ry < 0 or rx < 0 or ry >= len(PYRAMID) or rx >= len(PYRAMID[0]) \
+            off = (
+                ry < 0
+                or rx < 0
+                or ry >= len(PYRAMID)
+                or rx >= len(PYRAMID[0])
                 or PYRAMID[ry][rx] == -1
+            )
             if off or (p.level, p.group, PYRAMID[ry][rx], x, y) not in known:
                 miss["h" if dx else "v"] += 1
         lr.append(miss["h"])
         ud.append(miss["v"])
-        top = max(q.items for q in places if (q.level, q.room, q.x, q.y) == (p.level, p.room, p.x, p.y))
+        top = max(
+            q.items for q in places if (q.level, q.room, q.x, q.y) == (p.level, p.room, p.x, p.y)
+        )
         most.append(p.items == top)
     return lr, ud, most
 
@@ -134,8 +167,17 @@ def test_map_terms_incremental_equal_from_scratch(seed):
     while len(keys) < 120:
         n = rng.choice((0, 0, 1, 2))
         rooms = [rng.choice((1, 0, 2, 5)) for _ in range(n)]
-        k = bytes((rng.choice((0, 0, 1)), rng.choice((1, 0, 2, 5, 4, 6, 15)), rng.randrange(2, 9),
-                   rng.randrange(3, 8), n, *rooms, *[255] * (3 - n)))
+        k = bytes(
+            (
+                rng.choice((0, 0, 1)),
+                rng.choice((1, 0, 2, 5, 4, 6, 15)),
+                rng.randrange(2, 9),
+                rng.randrange(3, 8),
+                n,
+                *rooms,
+                *[255] * (3 - n),
+            )
+        )
         if k not in seen:
             seen.add(k)
             keys.append(k)
@@ -143,10 +185,10 @@ def test_map_terms_incremental_equal_from_scratch(seed):
     for i, k in enumerate(keys):
         terms.add(i, k, arr)
         if i % 17 == 0 or i == len(keys) - 1:
-            lr, ud, most = _brute(keys[:i + 1])
-            assert arr.missing_lr[:i + 1].tolist() == lr
-            assert arr.missing_ud[:i + 1].tolist() == ud
-            assert arr.holds_most[:i + 1].tolist() == most
+            lr, ud, most = _brute(keys[: i + 1])
+            assert arr.missing_lr[: i + 1].tolist() == lr
+            assert arr.missing_ud[: i + 1].tolist() == ud
+            assert arr.holds_most[: i + 1].tolist() == most
 
 
 def test_params_from_a_preset():
@@ -171,12 +213,12 @@ def test_level_weight_follows_the_top_level_of_live_cells():
     a._weights()
     assert a.max_level == 1
     np.testing.assert_allclose(a.weight[:3], [0.1, 0.1, 1.0])
-    a._replace(2, b"s", 5.0, 1, 0, 3, (0,))            # the level-1 cell is now level 0
+    a._replace(2, b"s", 5.0, 1, 0, 3, (0,))  # the level-1 cell is now level 0
     csum = a._weights()
     assert a.max_level == 0
     np.testing.assert_array_equal(a.weight[:3], a.weights_of(np.arange(3)))
     np.testing.assert_allclose(a.weight[:3], [1.0, 1.0, 1.0])
     np.testing.assert_array_equal(csum, np.cumsum(a.weight[:3]))
-    a.add(b"", b"s", 0.0, 1, 0, 3, (7,))                # a DONE cell's level does not count
+    a.add(b"", b"s", 0.0, 1, 0, 3, (7,))  # a DONE cell's level does not count
     a._weights()
     assert a.max_level == 0 and a.weight[3] == 0.0

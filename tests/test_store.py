@@ -7,6 +7,7 @@ OS limit (RLIMIT_FSIZE: writes past it fail with EFBIG).
 
 Also: deterministic files, pruning, crash leftovers, LATEST semantics.
 """
+
 from __future__ import annotations
 
 import errno
@@ -28,8 +29,14 @@ from goexplore.runner import execute, prepare
 from goexplore.store import RunDir, read_checkpoint
 from goexplore.verify import verify_run
 
-CFG = Config(env="toy", seed=6, total_frames=30_000, ckpt_every=5_000, explog_chunk=2_000,
-             log_every_batches=1)
+CFG = Config(
+    env="toy",
+    seed=6,
+    total_frames=30_000,
+    ckpt_every=5_000,
+    explog_chunk=2_000,
+    log_every_batches=1,
+)
 
 
 def _run(run_dir, resume=None, cfg=CFG, stop_after=None):
@@ -56,7 +63,11 @@ def _fail_nth(monkeypatch, name: str, n: int, err: int) -> list:
     def fake(*a, **k):
         calls.append(a)
         if len(calls) == n:
-            raise OSError(err, os.strerror(err), str(a[0]) if a and isinstance(a[0], (str, os.PathLike)) else None)
+            raise OSError(
+                err,
+                os.strerror(err),
+                str(a[0]) if a and isinstance(a[0], (str, os.PathLike)) else None,
+            )
         return real(*a, **k)
 
     monkeypatch.setattr(os, name, fake)
@@ -65,15 +76,22 @@ def _fail_nth(monkeypatch, name: str, n: int, err: int) -> list:
 
 # fsync order in a checkpoint: archive.npz, states.bin, explog_tail.npz, meta.json,
 # manifest.json, the temp dir, the checkpoints dir, LATEST
-@pytest.mark.parametrize("call,n,err", [
-    ("fsync", 1, errno.ENOSPC), ("fsync", 4, errno.ENOSPC),
-    ("fsync", 5, errno.EIO), ("mkdir", 1, errno.EROFS), ("rename", 1, errno.EROFS),
-    ("replace", 6, errno.ENOSPC),         # the LATEST pointer itself
-])
-def test_failed_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch, undisturbed,
-                                                        call, n, err):
+@pytest.mark.parametrize(
+    "call,n,err",
+    [
+        ("fsync", 1, errno.ENOSPC),
+        ("fsync", 4, errno.ENOSPC),
+        ("fsync", 5, errno.EIO),
+        ("mkdir", 1, errno.EROFS),
+        ("rename", 1, errno.EROFS),
+        ("replace", 6, errno.ENOSPC),  # the LATEST pointer itself
+    ],
+)
+def test_failed_checkpoint_write_keeps_the_previous_one(
+    tmp_path, monkeypatch, undisturbed, call, n, err
+):
     d = tmp_path / "run"
-    p = _run(d, stop_after=2, cfg=CFG.replace(ckpt_every=0))   # checkpoints only when asked
+    p = _run(d, stop_after=2, cfg=CFG.replace(ckpt_every=0))  # checkpoints only when asked
     prev = RunDir(d).latest_name()
     p.run(should_stop=lambda: p.batch >= 3)
     with monkeypatch.context() as m:
@@ -102,7 +120,7 @@ def test_disk_full_while_a_chunk_is_flushed(tmp_path, monkeypatch, undisturbed):
     real = np.lib.format.write_array
     calls = []
 
-    def failing(fp, array, *a, **k):      # the 2nd chunk flushed from now on
+    def failing(fp, array, *a, **k):  # the 2nd chunk flushed from now on
         if array.dtype == np.int64 and len(array) == CFG.explog_chunk:
             calls.append(1)
             if len(calls) == 2:
@@ -116,7 +134,7 @@ def test_disk_full_while_a_chunk_is_flushed(tmp_path, monkeypatch, undisturbed):
     msg = str(e.value)
     assert "chunk_" in msg and "No space left on device" in msg
     assert f"resume with: goexplore run --run-dir {d} --resume auto" in msg
-    assert prev in msg                                 # names the intact checkpoint
+    assert prev in msg  # names the intact checkpoint
     assert RunDir(d).latest_name() == prev and verify_run(d).ok
     assert not list((d / "explog").glob("*.tmp"))
     _run(d, resume="auto")
@@ -126,6 +144,7 @@ def test_disk_full_while_a_chunk_is_flushed(tmp_path, monkeypatch, undisturbed):
 def _limit_file_size(limit):
     def pre():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return pre
 
 
@@ -135,9 +154,14 @@ def test_cli_file_size_limit_exit_code_2_then_resume(tmp_path):
     base = tmp_path / "base"
     assert cli(run_args(base, resume=False, **cfg)).returncode == 0
     d = tmp_path / "run"
-    r = subprocess.run([sys.executable, "-m", "goexplore.cli", *run_args(d, **cfg)],
-                       capture_output=True, text=True, env=cli_env(), timeout=120,
-                       preexec_fn=_limit_file_size(90_000))
+    r = subprocess.run(
+        [sys.executable, "-m", "goexplore.cli", *run_args(d, **cfg)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=120,
+        preexec_fn=_limit_file_size(90_000),
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     assert "goexplore: error: could not write" in r.stderr
     assert "File too large (EFBIG)" in r.stderr and "checkpoints/ckpt_" in r.stderr, r.stderr
@@ -176,7 +200,7 @@ def test_unpublished_checkpoint_is_a_note_and_is_replaced(tmp_path, undisturbed)
     shutil.copytree(undisturbed, d)
     rd = RunDir(d)
     latest = rd.latest_checkpoint()
-    fake = rd.ckpt_dir / "ckpt_999999999999"            # as if killed before LATEST moved
+    fake = rd.ckpt_dir / "ckpt_999999999999"  # as if killed before LATEST moved
     shutil.copytree(latest, fake)
     (rd.ckpt_dir / "junk.tmp").mkdir()
     rep = verify_run(d)

@@ -3,6 +3,7 @@ chunks and every reference between them; names each truncated, altered or
 missing file; exit 0 intact, 1 damaged, 2 usage. Resume runs the same check
 and refuses damaged state; ``--fallback`` (or ``--resume PATH``) continues
 from an older intact checkpoint, to the same final result."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,13 +20,28 @@ from goexplore.cli import main
 from goexplore.explog import FIELDS, chunk_name, load_chunk, write_npz
 from goexplore.store import RunDir, sha256_file
 
-ARGS = ["--env", "toy", "--seed", "7", "--total-frames", "30000", "--ckpt-every", "5000",
-        "--explog-chunk", "2000", "--log-every-batches", "1"]
+ARGS = [
+    "--env",
+    "toy",
+    "--seed",
+    "7",
+    "--total-frames",
+    "30000",
+    "--ckpt-every",
+    "5000",
+    "--explog-chunk",
+    "2000",
+    "--log-every-batches",
+    "1",
+]
 
 
 def _tree(path: Path) -> dict:
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _cli(capsys, *argv):
@@ -104,25 +120,48 @@ def _forward_prev(d: Path) -> None:
 
 
 DAMAGE = {
-    "truncated archive (oldest checkpoint)": (lambda d: _truncate(_ckpts(d)[0] / "archive.npz"),
-                                              "archive.npz: truncated"),
+    "truncated archive (oldest checkpoint)": (
+        lambda d: _truncate(_ckpts(d)[0] / "archive.npz"),
+        "archive.npz: truncated",
+    ),
     "altered states": (lambda d: _flip(_latest(d) / "states.bin"), "states.bin: altered"),
     "missing states": (lambda d: (_latest(d) / "states.bin").unlink(), "states.bin: missing"),
-    "missing manifest": (lambda d: (_latest(d) / "manifest.json").unlink(), "manifest.json: missing"),
+    "missing manifest": (
+        lambda d: (_latest(d) / "manifest.json").unlink(),
+        "manifest.json: missing",
+    ),
     "altered meta": (lambda d: _flip(_latest(d) / "meta.json", 0.3), "meta.json: altered"),
-    "altered tail": (lambda d: _flip(_latest(d) / "explog_tail.npz", 0.9),
-                     "explog_tail.npz: altered"),
-    "missing chunk": (lambda d: (d / "explog" / chunk_name(1)).unlink(), "chunk_00001.npz: missing"),
-    "altered chunk": (lambda d: _flip(d / "explog" / chunk_name(2)), "chunk_00002.npz: truncated or altered"),
+    "altered tail": (
+        lambda d: _flip(_latest(d) / "explog_tail.npz", 0.9),
+        "explog_tail.npz: altered",
+    ),
+    "missing chunk": (
+        lambda d: (d / "explog" / chunk_name(1)).unlink(),
+        "chunk_00001.npz: missing",
+    ),
+    "altered chunk": (
+        lambda d: _flip(d / "explog" / chunk_name(2)),
+        "chunk_00002.npz: truncated or altered",
+    ),
     "truncated chunk": (lambda d: _truncate(d / "explog" / chunk_name(0)), "chunk_00000.npz"),
-    "LATEST dangling": (lambda d: (d / "checkpoints" / "LATEST").write_text("ckpt_000000000001\n"),
-                        "LATEST: points to ckpt_000000000001, which is missing"),
-    "BEST dangling": (lambda d: (d / "checkpoints" / "BEST").write_text("ckpt_000000000002\n"),
-                      "BEST: points to ckpt_000000000002"),
-    "final.json altered": (lambda d: (d / "final.json").write_text(
-        (d / "final.json").read_text().replace('"frames_total": ', '"frames_total": 1')),
-        "final.json: reports"),
-    "traj_last outside the log (re-signed)": (_bad_traj_last, "cells point outside the experience log"),
+    "LATEST dangling": (
+        lambda d: (d / "checkpoints" / "LATEST").write_text("ckpt_000000000001\n"),
+        "LATEST: points to ckpt_000000000001, which is missing",
+    ),
+    "BEST dangling": (
+        lambda d: (d / "checkpoints" / "BEST").write_text("ckpt_000000000002\n"),
+        "BEST: points to ckpt_000000000002",
+    ),
+    "final.json altered": (
+        lambda d: (d / "final.json").write_text(
+            (d / "final.json").read_text().replace('"frames_total": ', '"frames_total": 1')
+        ),
+        "final.json: reports",
+    ),
+    "traj_last outside the log (re-signed)": (
+        _bad_traj_last,
+        "cells point outside the experience log",
+    ),
     "prev pointer forward (re-signed)": (_forward_prev, "point outside the log before them"),
     "missing config": (lambda d: (d / "config.json").unlink(), "config.json: missing"),
 }
@@ -158,8 +197,9 @@ def test_usage_errors(capsys, tmp_path):
 def test_resume_refuses_damaged_state(capsys, run):
     _flip(run / "explog" / chunk_name(3))
     before = _tree(run)
-    code, out = _cli(capsys, "run", *ARGS, "--total-frames", "40000", "--run-dir", str(run),
-                     "--resume", "auto")
+    code, out = _cli(
+        capsys, "run", *ARGS, "--total-frames", "40000", "--run-dir", str(run), "--resume", "auto"
+    )
     assert code == 2, out
     assert "chunk_00003.npz" in out and "--fallback" in out and "goexplore verify" in out
     assert _tree(run) == before
@@ -194,7 +234,7 @@ def test_resume_from_an_older_checkpoint_by_path(capsys, run, base):
 
 
 def test_fallback_with_nothing_intact_to_fall_back_to(capsys, run):
-    _flip(run / "explog" / chunk_name(0))          # every checkpoint needs chunk 0
+    _flip(run / "explog" / chunk_name(0))  # every checkpoint needs chunk 0
     before = _tree(run)
     code, out = _cli(capsys, "run", *ARGS, "--run-dir", str(run), "--resume", "auto", "--fallback")
     assert code == 2 and "no older intact checkpoint" in out and "chunk_00000.npz" in out

@@ -9,6 +9,7 @@
   of replacements.
 * In every case no worker process is left behind.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,7 +57,7 @@ def _assert_same(a: dict, b: dict) -> None:
         np.testing.assert_array_equal(a["explog"][k], b["explog"][k], err_msg=k)
 
 
-@pytest.mark.parametrize("task", [7, 83])     # in the first batch; in the second
+@pytest.mark.parametrize("task", [7, 83])  # in the first batch; in the second
 def test_worker_killed_mid_batch_is_replaced(tmp_path, monkeypatch, undisturbed, respawns, task):
     monkeypatch.setenv("GOEXPLORE_TEST_KILL_AT", f"task:{task}")
     monkeypatch.setenv("GOEXPLORE_TEST_ONCE", str(tmp_path / "fired"))
@@ -99,22 +100,21 @@ def test_worker_that_raises_reaches_the_user(tmp_path, monkeypatch):
         run_ours("toy", 4, FRAMES, 2, tmp_path / "run", explog_chunk=3000)
     msg = str(e.value)
     assert "Traceback" in msg and "RuntimeError: test fault injected at task #3" in msg
-    assert "testhooks.py" in msg                      # the worker's own stack
+    assert "testhooks.py" in msg  # the worker's own stack
     assert time.time() - t0 < 60
     assert not wait_gone(children(os.getpid()) - before, 10)
 
 
 def test_worker_error_from_the_cli(tmp_path):
     d = tmp_path / "run"
-    r = cli(run_args(d, frames=FRAMES, workers=2), timeout=120,
-            GOEXPLORE_TEST_RAISE_AT="task:5")
+    r = cli(run_args(d, frames=FRAMES, workers=2), timeout=120, GOEXPLORE_TEST_RAISE_AT="task:5")
     assert r.returncode == 2, r.stdout + r.stderr
     assert "goexplore: error: worker failed" in r.stderr
     assert "Traceback" in r.stderr and "RuntimeError: test fault injected" in r.stderr
 
 
 def test_workers_that_keep_dying_are_given_up_on(tmp_path, monkeypatch, respawns):
-    monkeypatch.setenv("GOEXPLORE_TEST_KILL_AT", "task:1")     # every worker, every time
+    monkeypatch.setenv("GOEXPLORE_TEST_KILL_AT", "task:1")  # every worker, every time
     before = children(os.getpid())
     t0 = time.time()
     with pytest.raises(WorkerError, match="giving up"):

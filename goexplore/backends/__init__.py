@@ -1,4 +1,5 @@
 """Where exploration episodes run: in-process, or in worker processes."""
+
 from __future__ import annotations
 
 from goexplore.backends.worker import WorkerSpec
@@ -7,8 +8,10 @@ from goexplore.backends.worker import WorkerSpec
 def make_backend(spec: WorkerSpec, n_workers: int):
     if n_workers <= 1:
         from goexplore.backends.inline import InlineBackend
+
         return InlineBackend(spec)
     from goexplore.backends.processes import ProcessBackend
+
     return ProcessBackend(spec, n_workers)
 
 

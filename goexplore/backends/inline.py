@@ -1,5 +1,6 @@
 """Everything in the master process: the simplest backend, and the one tests
 and debugging use. Same worker code as the process backend."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ class InlineBackend:
 
     def __init__(self, spec: WorkerSpec):
         self.worker = Worker(spec)
-        self.bytes_received = 0   # nothing crosses a process boundary
+        self.bytes_received = 0  # nothing crosses a process boundary
         self.bytes_sent = 0
         self.messages = 0
 

@@ -15,6 +15,7 @@ gets the current archive view and re-runs the dead one's tasks from their own
 seeds, which gives identical results. A worker that raises sends its
 traceback, which is re-raised in the master as :class:`WorkerError`.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,6 @@ import select
 import traceback
 from collections import deque
 from collections.abc import Iterator
-from multiprocessing.connection import wait
 
 from goexplore import testhooks
 from goexplore.backends.worker import Worker, WorkerSpec
@@ -32,8 +32,8 @@ from goexplore.errors import WorkerError
 from goexplore.explore import EpisodeResult, Task, ViewDelta, decode_results
 
 MAX_RESPAWNS = 32
-MAX_CHUNK = 12                 # tasks per message ...
-MAX_CHUNK_BYTES = 32 * 1024    # ... and bytes: a queued chunk never blocks the master
+MAX_CHUNK = 12  # tasks per message ...
+MAX_CHUNK_BYTES = 32 * 1024  # ... and bytes: a queued chunk never blocks the master
 
 # message kinds (first byte)
 _VIEW, _CODEC, _TASKS, _STOP = b"V", b"C", b"T", b"S"
@@ -46,7 +46,8 @@ def _error(index: int) -> bytes:
 
 def _worker_main(conn, spec: WorkerSpec) -> None:
     import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the master handles Ctrl-C
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the master handles Ctrl-C
     try:
         worker = Worker(spec)
     except BaseException:
@@ -64,7 +65,7 @@ def _worker_main(conn, spec: WorkerSpec) -> None:
                 out = []
                 for task in Task.decode_many(msg, 1):
                     index = task.index
-                    testhooks.hit("task")          # fault injection for tests; off by default
+                    testhooks.hit("task")  # fault injection for tests; off by default
                     out.append(worker.run_raw(task))
                 conn.send_bytes(_RESULT + worker.encode(out))
             elif kind == _VIEW:
@@ -86,14 +87,14 @@ class _Proc:
         self.proc.start()
         child.close()
         self.fd = self.conn.fileno()
-        self.tasks: deque[Task] = deque()   # sent, not yet answered
-        self.chunks: deque[int] = deque()   # sizes of the chunks sent, not yet answered
+        self.tasks: deque[Task] = deque()  # sent, not yet answered
+        self.chunks: deque[int] = deque()  # sizes of the chunks sent, not yet answered
 
     def send(self, msg: bytes) -> None:
         """Send to a worker that may have died: its death shows in its sentinel."""
         try:
             self.conn.send_bytes(msg)
-        except OSError:       # BrokenPipeError, ConnectionResetError
+        except OSError:  # BrokenPipeError, ConnectionResetError
             pass
 
 
@@ -102,8 +103,8 @@ class ProcessBackend:
         self.spec, self.n_workers = spec, n_workers
         self._ctx = mp.get_context("spawn")
         self.procs: list[_Proc] = []
-        self.bytes_received = 0      # worker -> master, all results
-        self.bytes_sent = 0          # master -> workers: views, tasks
+        self.bytes_received = 0  # worker -> master, all results
+        self.bytes_sent = 0  # master -> workers: views, tasks
         self.messages = 0
         # where workers wait (seconds): between batches (all of them; the master samples,
         # applies the last results, sends views), and at a batch's tail (one has nothing left)
@@ -138,7 +139,7 @@ class ProcessBackend:
             self._all_in = None
         msg = _VIEW + delta.encode()
         for p in self.procs:
-            p.send(msg)    # a dead worker is found below; its replacement gets the current view
+            p.send(msg)  # a dead worker is found below; its replacement gets the current view
             self.bytes_sent += len(msg)
         todo = deque(tasks)
         idle_since: dict[_Proc, float] = {}
@@ -157,7 +158,7 @@ class ProcessBackend:
                     b = todo[0].encode()
                     if len(parts) > 1 and size + len(b) > MAX_CHUNK_BYTES:
                         break
-                    p.tasks.append(todo.popleft())   # re-run by the replacement if p is dead
+                    p.tasks.append(todo.popleft())  # re-run by the replacement if p is dead
                     parts.append(b)
                     size += len(b)
                 p.chunks.append(len(parts) - 1)
@@ -177,13 +178,13 @@ class ProcessBackend:
                 p = by_fd.get(fd)
                 if p is None or p not in self.procs:
                     continue
-                if fd == p.fd:          # a message (or the end of a dead worker's pipe)
+                if fd == p.fd:  # a message (or the end of a dead worker's pipe)
                     try:
                         self._receive(p, done)
                         feed(p)
                         if not p.tasks:
                             now = idle_since[p] = time.perf_counter()
-                            if len(idle_since) == len(self.procs):      # all answered
+                            if len(idle_since) == len(self.procs):  # all answered
                                 self._all_in = now
                                 self.tail_idle_s += sum(now - t for t in idle_since.values())
                         continue
@@ -223,8 +224,9 @@ class ProcessBackend:
         for res in decode_results(memoryview(msg)[1:]):
             expected = p.tasks.popleft()
             if res.index != expected.index:
-                raise RuntimeError(f"internal error: task {res.index} answered, "
-                                   f"{expected.index} expected")
+                raise RuntimeError(
+                    f"internal error: task {res.index} answered, {expected.index} expected"
+                )
             done[res.index] = res
         p.chunks.popleft()
         self._deaths_in_a_row = 0
@@ -234,10 +236,12 @@ class ProcessBackend:
         self._deaths_in_a_row += 1
         if self.respawns > MAX_RESPAWNS or self._deaths_in_a_row > 3:
             self.close()
-            raise WorkerError(f"workers died {self.respawns} times (exit code {p.proc.exitcode}); "
-                              "giving up — check memory (OOM killer) and the system log")
+            raise WorkerError(
+                f"workers died {self.respawns} times (exit code {p.proc.exitcode}); "
+                "giving up — check memory (OOM killer) and the system log"
+            )
         p.proc.join(timeout=1)
-        todo.extendleft(reversed(p.tasks))   # re-run its tasks first, in order
+        todo.extendleft(reversed(p.tasks))  # re-run its tasks first, in order
         self.procs.remove(p)
         self.procs.append(self._spawn(self._view_fn()))
 
@@ -250,4 +254,3 @@ class ProcessBackend:
                 p.proc.kill()
                 p.proc.join()
         self.procs = []
-

@@ -1,5 +1,6 @@
 """The worker: one env, its archive view, and the exploration of tasks.
 The same object runs in-process (inline backend) or in a worker process."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,16 +9,24 @@ from goexplore.cells import make_cells
 from goexplore.codec import StateCodec
 from goexplore.config import Config
 from goexplore.envs import make_env
-from goexplore.explore import EpisodeResult, Task, WorkerView, decode_results, encode_results, explore_raw
+from goexplore.explore import (
+    EpisodeResult,
+    Task,
+    WorkerView,
+    decode_results,
+    encode_results,
+    explore_raw,
+)
 
 
 @dataclass(frozen=True)
 class WorkerSpec:
     """What a worker needs to know: the run's config (env, cells, exploration)."""
+
     config: Config
 
     @classmethod
-    def from_config(cls, cfg: Config) -> "WorkerSpec":
+    def from_config(cls, cfg: Config) -> WorkerSpec:
         return cls(cfg)
 
     @property
@@ -49,8 +58,15 @@ class Worker:
 
     def run_raw(self, task: Task) -> tuple:
         """Explore one task; the result as Python lists (see explore.encode_results)."""
-        return explore_raw(self.env, self.cells, self.codec, self.view, task, self.spec.repeat_p,
-                           self.spec.end_on_life)
+        return explore_raw(
+            self.env,
+            self.cells,
+            self.codec,
+            self.view,
+            task,
+            self.spec.repeat_p,
+            self.spec.end_on_life,
+        )
 
     def encode(self, raws: list[tuple]) -> bytes:
         return encode_results(raws, len(self.env.fact_names))

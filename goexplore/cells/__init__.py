@@ -15,13 +15,17 @@ context, and carries it along step by step. The DONE cell's key is ``b""``.
 is: ``(level, room, x, y, items, group)`` in the representation's own units,
 or None for keys without a position (the downscaled frame).
 """
+
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from goexplore.config import Config
 
 #: name -> "module:class" (imported on first use)
 REGISTRY: dict[str, str] = {
@@ -37,12 +41,13 @@ Keyer = Callable[[np.ndarray, tuple], bytes]
 
 class Place(NamedTuple):
     """Where a cell is, for selection's map terms and the report's map."""
+
     level: int
     room: int
-    x: int          # bin
-    y: int          # bin
-    items: int      # how many of the game's items (keys, treasures) the cell holds
-    group: bytes    # the items' identity: cells differing only in it share a position
+    x: int  # bin
+    y: int  # bin
+    items: int  # how many of the game's items (keys, treasures) the cell holds
+    group: bytes  # the items' identity: cells differing only in it share a position
 
 
 @runtime_checkable
@@ -53,7 +58,7 @@ class CellRepresentation(Protocol):
     needs_context: bool
 
     @classmethod
-    def from_config(cls, cfg) -> "CellRepresentation": ...
+    def from_config(cls, cfg: Config) -> CellRepresentation: ...
 
     @staticmethod
     def problems(env: str, fact_names: tuple[str, ...]) -> list[str]:
@@ -70,21 +75,22 @@ class CellRepresentation(Protocol):
         """The cell's position, or None where keys have none."""
 
 
-def representation_class(name: str):
+def representation_class(name: str) -> type[CellRepresentation]:
     try:
         module, cls = REGISTRY[name].split(":")
     except KeyError:
-        raise ValueError(f"unknown cell representation {name!r}; "
-                         f"choose one of: {', '.join(REGISTRY)}") from None
+        raise ValueError(
+            f"unknown cell representation {name!r}; choose one of: {', '.join(REGISTRY)}"
+        ) from None
     return getattr(importlib.import_module(module), cls)
 
 
-def make_cells(cfg) -> CellRepresentation:
+def make_cells(cfg: Config) -> CellRepresentation:
     """The representation ``cfg.cells`` with ``cfg``'s parameters."""
     return representation_class(cfg.cells).from_config(cfg)
 
 
-def neighbour_room(rep, room: int, dx: int, dy: int) -> int | None:
+def neighbour_room(rep: object, room: int, dx: int, dy: int) -> int | None:
     """The room next to ``room`` in direction (dx, dy) on the representation's
     room grid, or None (no grid, or off the grid)."""
     grid = getattr(rep, "room_grid", None)
@@ -100,5 +106,13 @@ def neighbour_room(rep, room: int, dx: int, dy: int) -> int | None:
     return None
 
 
-__all__ = ["CellRepresentation", "DONE_KEY", "Keyer", "Place", "REGISTRY", "make_cells",
-           "neighbour_room", "representation_class"]
+__all__ = [
+    "CellRepresentation",
+    "DONE_KEY",
+    "Keyer",
+    "Place",
+    "REGISTRY",
+    "make_cells",
+    "neighbour_room",
+    "representation_class",
+]

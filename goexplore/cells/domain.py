@@ -18,6 +18,7 @@ count rises, the current room is appended; when a key is used, the last ones
 are dropped (the original pixel-based code keeps the first-held keys in the
 same way).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,10 +32,12 @@ MAX_KEYS = 3
 NO_ROOM = 255
 
 #: Montezuma's rooms on one level, as the original code lays them out (-1: none)
-PYRAMID = ((-1, -1, -1, 0, 1, 2, -1, -1, -1),
-           (-1, -1, 3, 4, 5, 6, 7, -1, -1),
-           (-1, 8, 9, 10, 11, 12, 13, 14, -1),
-           (15, 16, 17, 18, 19, 20, 21, 22, 23))
+PYRAMID = (
+    (-1, -1, -1, 0, 1, 2, -1, -1, -1),
+    (-1, -1, 3, 4, 5, 6, 7, -1, -1),
+    (-1, 8, 9, 10, 11, 12, 13, 14, -1),
+    (15, 16, 17, 18, 19, 20, 21, 22, 23),
+)
 
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))
 
@@ -46,9 +49,11 @@ def _bin_problem(name: str, v) -> list[str]:
 
 
 def _needs(env: str, fact_names, want: tuple[str, ...], rep: str) -> list[str]:
-    if tuple(fact_names[:len(want)]) != want:
-        return [f"cells {rep}: needs the facts ({', '.join(want)}); the game {env!r} "
-                f"has ({', '.join(fact_names) or 'none'})"]
+    if tuple(fact_names[: len(want)]) != want:
+        return [
+            f"cells {rep}: needs the facts ({', '.join(want)}); the game {env!r} "
+            f"has ({', '.join(fact_names) or 'none'})"
+        ]
     return []
 
 
@@ -71,8 +76,10 @@ class _RamCells:
         return _needs(env, fact_names, cls.FACTS, cls.name)
 
     def _bins(self, x: int, y: int) -> str:
-        return (f"x {x * self.x_bin}-{(x + 1) * self.x_bin - 1}, "
-                f"y {y * self.y_bin}-{(y + 1) * self.y_bin - 1}")
+        return (
+            f"x {x * self.x_bin}-{(x + 1) * self.x_bin - 1}, "
+            f"y {y * self.y_bin}-{(y + 1) * self.y_bin - 1}"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,7 @@ class MontezumaCells(_RamCells):
     def keyer(self, start_key: bytes = b""):
         """Key function for an episode starting in the cell ``start_key``; its
         facts are (room, x, y, level, inventory) in the game table's order."""
-        rooms = list(start_key[5:5 + start_key[4]]) if len(start_key) == self.key_size else []
+        rooms = list(start_key[5 : 5 + start_key[4]]) if len(start_key) == self.key_size else []
         xb, yb, mask, pop = self.x_bin, self.y_bin, MONTEZUMA_KEY_BITS, _POPCOUNT
         pad = (NO_ROOM,) * MAX_KEYS
 
@@ -101,13 +108,14 @@ class MontezumaCells(_RamCells):
                 else:
                     del rooms[n:]
             return bytes((level, room, x // xb, y // yb, n, *rooms, *pad[n:]))
+
         return key
 
     def describe(self, key: bytes) -> str:
         if not key:
             return "DONE"
         level, room, x, y, n = key[:5]
-        held = ", ".join(f"room {r}" for r in key[5:5 + n]) or "none"
+        held = ", ".join(f"room {r}" for r in key[5 : 5 + n]) or "none"
         return f"level {level}, room {room}, {self._bins(x, y)}, keys: {held}"
 
     def place(self, key: bytes) -> Place | None:
@@ -123,7 +131,7 @@ class PitfallCells(_RamCells):
     name = "pitfall-dk"
     needs_context = False
     key_size = 4
-    room_grid = None          # scenes form a ring of a shift register, not a grid
+    room_grid = None  # scenes form a ring of a shift register, not a grid
     FACTS = ("scene", "x", "y", "treasures")
 
     def keyer(self, start_key: bytes = b""):
@@ -132,6 +140,7 @@ class PitfallCells(_RamCells):
         def key(frame, facts) -> bytes:
             scene, x, y, treasures = facts
             return bytes((scene, treasures, x // xb, y // yb))
+
         return key
 
     def describe(self, key: bytes) -> str:

@@ -50,10 +50,10 @@ import numpy as np
 
 __all__ = ["DownscaleCells", "reference_key"]
 
-_U32 = 2.0 ** -24          # unit roundoff of float32
-_SAFETY = 4.0              # multiplier on the float32 error bound of cv2
-_BINS = 2048               # LUT bins per grey level (at least; a power of two in S)
-_CHUNK = 64                # frames per chunk in the batch path
+_U32 = 2.0**-24  # unit roundoff of float32
+_SAFETY = 4.0  # multiplier on the float32 error bound of cv2
+_BINS = 2048  # LUT bins per grey level (at least; a power of two in S)
+_CHUNK = 64  # frames per chunk in the batch path
 # OpenBLAS runs a gemm multi-threaded above m*n*k = 65536*4; with busy cores that is
 # ~100x slower than single-threaded, so every matmul here is kept below it.
 _MNK_MAX = 262144
@@ -107,7 +107,8 @@ def _cv2_area_table(ssize: int, dsize: int) -> list[tuple[int, int, float]]:
 
 
 def _matches_cv2(ssize: int, dsize: int, m: np.ndarray) -> int:
-    """Check cv2's weight table against integer overlaps; return max terms per cell (0: mismatch)."""
+    """Check cv2's weight table against integer overlaps; return max terms per cell
+    (0: mismatch)."""
     alpha = np.zeros((ssize, dsize))
     count = np.zeros((ssize, dsize), np.int64)
     for d, s, a in _cv2_area_table(ssize, dsize):
@@ -115,7 +116,7 @@ def _matches_cv2(ssize: int, dsize: int, m: np.ndarray) -> int:
         count[s, d] += 1
     if count.max() > 1 or not np.array_equal(count > 0, m > 0):
         return 0
-    exact = m / ssize   # cv2 rounds each (double) weight to float32 once
+    exact = m / ssize  # cv2 rounds each (double) weight to float32 once
     if (np.abs(alpha - exact) > (_U32 + 1e-12) * exact).any():
         return 0
     return int(count.sum(axis=0).max())
@@ -142,7 +143,7 @@ class _Plan:
                 rows += [pad] * (lmax - len(rows))
             windows.append(rows)
         singles = sorted(singles)
-        nm = h + len(singles)             # rows of M: h window sums, then the singles
+        nm = h + len(singles)  # rows of M: h window sums, then the singles
         wv = np.zeros((h, nm), np.int64)  # vertical weights on the rows of M (units 1/h)
         mult = np.zeros((nm, H), np.int64)
         for r in range(h):
@@ -157,36 +158,38 @@ class _Plan:
             raise AssertionError("internal error: vertical decomposition is not exact")
         self.lmax, self.nm, self.nwin = lmax, nm, lmax * h
         # gather order: t-major windows, h dummy rows (the window sums go there), singles
-        self.src = np.array([windows[r][t] for t in range(lmax) for r in range(h)]
-                            + [0] * h + singles, dtype=np.intp)
+        self.src = np.array(
+            [windows[r][t] for t in range(lmax) for r in range(h)] + [0] * h + singles,
+            dtype=np.intp,
+        )
         self.lanes = W // 4 if W % 4 == 0 else 0  # four uint16 lanes per uint64 word
         # ---- arithmetic: y = M @ mx and z = wv @ y / 2**k hold exact integers (times a
         # power of two) as long as every partial sum stays below 2**24 (float32) or 2**53.
         rowmax = np.array([255 * lmax] * h + [255] * (nm - h), np.float64)
-        ymax = rowmax * W                                    # bound on |y[j, c]|
-        zmax = (np.abs(wv) * ymax).sum(axis=1).max()         # bound on partial sums of z
-        self.dtype = np.float32 if max(ymax.max(), zmax) < 2 ** 24 else np.float64
-        if max(ymax.max(), zmax) >= 2 ** 53:
+        ymax = rowmax * W  # bound on |y[j, c]|
+        zmax = (np.abs(wv) * ymax).sum(axis=1).max()  # bound on partial sums of z
+        self.dtype = np.float32 if max(ymax.max(), zmax) < 2**24 else np.float64
+        if max(ymax.max(), zmax) >= 2**53:
             raise ValueError("frame too large for the exact path")
         self.shift = max(0, int(math.floor(math.log2(W * H / _BINS))))
         self.kx = mx.astype(self.dtype)
-        self.wvs = (wv * 2.0 ** -self.shift).astype(self.dtype)   # exact: power of two
+        self.wvs = (wv * 2.0**-self.shift).astype(self.dtype)  # exact: power of two
         self.wvs_t = np.ascontiguousarray(self.wvs.T)
         # ---- LUT: z = floor(S / 2**k) -> key byte, or a sentinel near a rounding point
         q = ((np.arange(256, dtype=np.uint8) / 255.0) * levels).astype(np.uint8)
         self.sentinel = 255 if levels < 255 else 256
-        area, unit = W * H, 2 ** self.shift                  # a = S / area
+        area, unit = W * H, 2**self.shift  # a = S / area
         nbins = (255 * area) // unit + 2
-        first = np.arange(nbins, dtype=np.float64) * unit / area   # smallest a in a bin
+        first = np.arange(nbins, dtype=np.float64) * unit / area  # smallest a in a bin
         lut = q[np.clip(np.floor(first + 0.5), 0, 255).astype(np.intp)]
         lut = lut.astype(np.uint8 if levels < 255 else np.uint16)
         rho = _SAFETY * n_terms * _U32 / (1 - n_terms * _U32)
         for t in np.flatnonzero(q[1:] != q[:-1]) + 1:  # decisive thresholds T
             half = t - 0.5
-            tau = rho * (half + 1) + 1e-9               # cv2's error bound near T - 0.5
+            tau = rho * (half + 1) + 1e-9  # cv2's error bound near T - 0.5
             lo = math.floor((half - tau) * area / unit) - 1
             hi = math.floor((half + tau) * area / unit) + 1
-            lut[max(lo, 0):min(hi, nbins - 1) + 1] = self.sentinel
+            lut[max(lo, 0) : min(hi, nbins - 1) + 1] = self.sentinel
         self.lut = lut
         self.rho = rho
         self.byte_sentinel = bytes([self.sentinel]) if levels < 255 else None
@@ -202,16 +205,16 @@ class _Plan:
             if self.lanes:
                 g64 = g16.view(np.uint64)
                 win = g64[:nwin].reshape(self.lmax, h * self.lanes)
-                sums = g64[nwin:nwin + h].reshape(h * self.lanes)
+                sums = g64[nwin : nwin + h].reshape(h * self.lanes)
             else:
                 win = g16[:nwin].reshape(self.lmax, h * W)
-                sums = g16[nwin:nwin + h].reshape(h * W)
+                sums = g16[nwin : nwin + h].reshape(h * W)
             m = g16[nwin:]
             mf = np.empty((self.nm, W), self.dtype)
             y = np.empty((self.nm, w), self.dtype)
             z = np.empty((h, w), self.dtype)
             zi = np.empty((h, w), np.intp)
-            small = (self.nm * W * w <= _MNK_MAX)
+            small = self.nm * W * w <= _MNK_MAX
             b = self._tls.b = (g8, g16, win, sums, m, mf, y, z, zi, small)
         return b
 
@@ -220,16 +223,16 @@ class _Plan:
         """Key bytes, or None if a cell is too close to a decisive rounding point."""
         b = self._tls.__dict__.get("b") or self._buffers()
         g8, g16, win, sums, m, mf, y, z, zi, small = b
-        _take(frame, self.src, axis=0, out=g8, mode="clip")     # gather rows (uint8)
-        _copyto(g16, g8)                                        # widen
-        _reduce(win, axis=0, out=sums)                          # window sums (exact)
+        _take(frame, self.src, axis=0, out=g8, mode="clip")  # gather rows (uint8)
+        _copyto(g16, g8)  # widen
+        _reduce(win, axis=0, out=sums)  # window sums (exact)
         _copyto(mf, m)
         if small:
-            mf.dot(self.kx, out=y)                              # exact integers
+            mf.dot(self.kx, out=y)  # exact integers
         else:
             y[...] = _matmul(mf, self.kx)
-        self.wvs.dot(y, out=z)                                  # S / 2**k, exact
-        _copyto(zi, z, casting="unsafe")                        # floor (z >= 0)
+        self.wvs.dot(y, out=z)  # S / 2**k, exact
+        _copyto(zi, z, casting="unsafe")  # floor (z >= 0)
         q = self.lut[zi]
         if self.byte_sentinel is not None:
             out = q.tobytes()
@@ -243,17 +246,23 @@ class _Plan:
         """(n, key_size) keys and a bool mask of frames that need the cv2 fallback."""
         n = frames.shape[0]
         h, nwin, nm, W, w = self.h, self.nwin, self.nm, self.W, self.w
-        g = np.take(frames, self.src, axis=1).astype(np.uint16)   # (n, rows, W)
+        g = np.take(frames, self.src, axis=1).astype(np.uint16)  # (n, rows, W)
         if self.lanes:
             g64 = g.view(np.uint64)
-            np.add.reduce(g64[:, :nwin].reshape(n, self.lmax, h * self.lanes), axis=1,
-                          out=g64[:, nwin:nwin + h].reshape(n, h * self.lanes))
+            np.add.reduce(
+                g64[:, :nwin].reshape(n, self.lmax, h * self.lanes),
+                axis=1,
+                out=g64[:, nwin : nwin + h].reshape(n, h * self.lanes),
+            )
         else:
-            np.add.reduce(g[:, :nwin].reshape(n, self.lmax, h * W), axis=1,
-                          out=g[:, nwin:nwin + h].reshape(n, h * W))
+            np.add.reduce(
+                g[:, :nwin].reshape(n, self.lmax, h * W),
+                axis=1,
+                out=g[:, nwin : nwin + h].reshape(n, h * W),
+            )
         y = _matmul(g[:, nwin:].reshape(n * nm, W).astype(self.dtype), self.kx)
         y = y.reshape(n, nm, w).transpose(0, 2, 1).reshape(n * w, nm)
-        z = _matmul(y, self.wvs_t).reshape(n, w, h).transpose(0, 2, 1)   # S / 2**k
+        z = _matmul(y, self.wvs_t).reshape(n, w, h).transpose(0, 2, 1)  # S / 2**k
         q = self.lut[z.astype(np.intp)].reshape(n, self.key_size)
         bad = (q == self.sentinel).any(axis=1)
         return q.astype(np.uint8, copy=False), bad
@@ -264,7 +273,7 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     rows = max(1, _MNK_MAX // (a.shape[1] * b.shape[1]))
     out = np.empty((a.shape[0], b.shape[1]), a.dtype)
     for s in range(0, a.shape[0], rows):
-        np.dot(a[s:s + rows], b, out=out[s:s + rows])
+        np.dot(a[s : s + rows], b, out=out[s : s + rows])
     return out
 
 
@@ -274,7 +283,7 @@ def _self_check(plan: _Plan, levels: int) -> bool:
     rng = np.random.default_rng(12345)
     shape = (plan.H, plan.W)
     frames = [rng.integers(0, 256, shape, dtype=np.uint8)]
-    for lo in (31, 127, 254):   # two-level mixes: averages hug the rounding points
+    for lo in (31, 127, 254):  # two-level mixes: averages hug the rounding points
         frames.append((lo + (rng.random(shape) < rng.random())).astype(np.uint8))
     for frame in frames:
         out = plan.key(frame)
@@ -294,8 +303,9 @@ def _plan(H: int, W: int, h: int, w: int, levels: int):
     except KeyError:
         pass
     plan = None
-    if (sys.byteorder == "little" and w <= W and h <= H
-            and not (W % w == 0 and H % h == 0)):   # else cv2 uses another algorithm
+    if (
+        sys.byteorder == "little" and w <= W and h <= H and not (W % w == 0 and H % h == 0)
+    ):  # else cv2 uses another algorithm
         mx = _overlaps(W, w)
         my = _overlaps(H, h)
         nx = _matches_cv2(W, w, mx)
@@ -304,7 +314,7 @@ def _plan(H: int, W: int, h: int, w: int, levels: int):
         if nx and ny and max(int((my[:, r] == h).sum()) for r in range(h)) <= 257:
             try:
                 plan = _Plan(H, W, h, w, levels, mx, my, nx + ny + 2)
-            except ValueError:          # too large for exact float64 arithmetic
+            except ValueError:  # too large for exact float64 arithmetic
                 plan = None
         if plan is not None and not _self_check(plan, levels):
             plan = None
@@ -327,16 +337,16 @@ class DownscaleCells:
     height: int = 8
     levels: int = 8
 
-    name = "downscale"          # registry name (goexplore.cells.REGISTRY)
-    needs_context = False       # a key depends only on its own frame
+    name = "downscale"  # registry name (goexplore.cells.REGISTRY)
+    needs_context = False  # a key depends only on its own frame
 
     @classmethod
-    def from_config(cls, cfg) -> "DownscaleCells":
+    def from_config(cls, cfg) -> DownscaleCells:
         return cls(cfg.cell_width, cfg.cell_height, cfg.cell_levels)
 
     @staticmethod
     def problems(env: str, fact_names: tuple[str, ...]) -> list[str]:
-        return []                # any frame can be downscaled
+        return []  # any frame can be downscaled
 
     def keyer(self, start_key: bytes = b""):
         """The per-episode key function ``(frame, facts) -> key`` (no context)."""
@@ -375,14 +385,17 @@ class DownscaleCells:
         if type(frame) is not np.ndarray and not isinstance(frame, np.ndarray):
             raise ValueError(f"frame must be a numpy array, got {type(frame).__name__}")
         if frame.ndim != 2 or frame.dtype != np.uint8 or 0 in frame.shape:
-            raise ValueError(f"frame must be a non-empty 2-D uint8 array, got shape "
-                             f"{frame.shape} dtype {frame.dtype}")
+            raise ValueError(
+                f"frame must be a non-empty 2-D uint8 array, got shape "
+                f"{frame.shape} dtype {frame.dtype}"
+            )
         plan = self._plans.get(frame.shape, False)
         if plan is False:
             if len(self._plans) >= 16:
                 self._plans.clear()
-            plan = self._plans[frame.shape] = _plan(*frame.shape, self.height, self.width,
-                                                    self.levels)
+            plan = self._plans[frame.shape] = _plan(
+                *frame.shape, self.height, self.width, self.levels
+            )
         if plan is not None:
             out = plan.key(frame)
             if out is not None:
@@ -394,8 +407,10 @@ class DownscaleCells:
         if not isinstance(frames, np.ndarray):
             raise ValueError(f"frames must be a numpy array, got {type(frames).__name__}")
         if frames.ndim != 3 or frames.dtype != np.uint8 or 0 in frames.shape[1:]:
-            raise ValueError(f"frames must be a 3-D (n, H, W) uint8 array of non-empty "
-                             f"frames, got shape {frames.shape} dtype {frames.dtype}")
+            raise ValueError(
+                f"frames must be a 3-D (n, H, W) uint8 array of non-empty "
+                f"frames, got shape {frames.shape} dtype {frames.dtype}"
+            )
         n, H, W = frames.shape
         out = np.empty((n, self.key_size), np.uint8)
         plan = _plan(H, W, self.height, self.width, self.levels)
@@ -404,8 +419,8 @@ class DownscaleCells:
                 out[i] = np.frombuffer(self._reference(frames[i]), np.uint8)
             return out
         for s in range(0, n, _CHUNK):
-            q, bad = plan.keys(frames[s:s + _CHUNK])
-            out[s:s + len(q)] = q
+            q, bad = plan.keys(frames[s : s + _CHUNK])
+            out[s : s + len(q)] = q
             for i in np.flatnonzero(bad):
                 out[s + i] = np.frombuffer(self._reference(frames[s + i]), np.uint8)
         return out

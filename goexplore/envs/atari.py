@@ -9,6 +9,7 @@ enters episodes mid-way by restore and its trajectories can be long.
 grayscale screen into a reused buffer): exactly what Gymnasium's ``AtariEnv.step``
 computes, without its per-step overhead.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,13 +21,13 @@ FRAMESKIP = 4
 
 @dataclass(frozen=True)
 class Game:
-    name: str        # our short name (CLI)
-    rom: str         # ale-py ROM id
-    env_id: str      # Gymnasium id, for reference
+    name: str  # our short name (CLI)
+    rom: str  # ale-py ROM id
+    env_id: str  # Gymnasium id, for reference
     #: per-step facts read from RAM: (name, address), in the order ``facts()`` returns them
     ram: tuple[tuple[str, int], ...] = ()
-    room_fact: str | None = None     # the fact that is the game's room ("rooms found")
-    level_fact: str | None = None    # the fact that is the game's level
+    room_fact: str | None = None  # the fact that is the game's room ("rooms found")
+    level_fact: str | None = None  # the fact that is the game's level
 
 
 def _game(name: str, rom: str, title: str, ram=(), room=None, level=None) -> Game:
@@ -42,25 +43,29 @@ def _game(name: str, rom: str, title: str, ram=(), room=None, level=None) -> Gam
 MONTEZUMA_RAM = (("room", 3), ("x", 42), ("y", 43), ("level", 57), ("inventory", 65))
 PITFALL_RAM = (("scene", 1), ("x", 97), ("y", 105), ("treasures", 113))
 
-GAMES: dict[str, Game] = {g.name: g for g in (
-    _game("montezuma", "montezuma_revenge", "MontezumaRevenge", MONTEZUMA_RAM, "room", "level"),
-    _game("pitfall", "pitfall", "Pitfall", PITFALL_RAM, "scene"),
-    _game("private_eye", "private_eye", "PrivateEye"),
-    _game("venture", "venture", "Venture"),
-    _game("gravitar", "gravitar", "Gravitar"),
-    _game("solaris", "solaris", "Solaris"),
-    _game("freeway", "freeway", "Freeway"),
-    _game("berzerk", "berzerk", "Berzerk"),
-    _game("bowling", "bowling", "Bowling"),
-    _game("centipede", "centipede", "Centipede"),
-    _game("skiing", "skiing", "Skiing"),
-)}
+GAMES: dict[str, Game] = {
+    g.name: g
+    for g in (
+        _game("montezuma", "montezuma_revenge", "MontezumaRevenge", MONTEZUMA_RAM, "room", "level"),
+        _game("pitfall", "pitfall", "Pitfall", PITFALL_RAM, "scene"),
+        _game("private_eye", "private_eye", "PrivateEye"),
+        _game("venture", "venture", "Venture"),
+        _game("gravitar", "gravitar", "Gravitar"),
+        _game("solaris", "solaris", "Solaris"),
+        _game("freeway", "freeway", "Freeway"),
+        _game("berzerk", "berzerk", "Berzerk"),
+        _game("bowling", "bowling", "Bowling"),
+        _game("centipede", "centipede", "Centipede"),
+        _game("skiing", "skiing", "Skiing"),
+    )
+}
 
 
 def quiet_ale() -> None:
     """Silence ALE's start-up banner ("A.L.E: ... [Powered by Stella]") and its
     info lines in this process; errors still print."""
     from ale_py import ALEInterface, LoggerMode
+
     ALEInterface.setLoggerMode(LoggerMode.Error)
 
 
@@ -75,9 +80,14 @@ class AtariEnv:
             raise ValueError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
         quiet_ale()
         self.game = GAMES[game]
-        self._gym = _GymAtari(game=self.game.rom, frameskip=FRAMESKIP,
-                              repeat_action_probability=0.0, obs_type="grayscale",
-                              full_action_space=False, max_num_frames_per_episode=0)
+        self._gym = _GymAtari(
+            game=self.game.rom,
+            frameskip=FRAMESKIP,
+            repeat_action_probability=0.0,
+            obs_type="grayscale",
+            full_action_space=False,
+            max_num_frames_per_episode=0,
+        )
         self._ale = self._gym.ale
         self._ALEState = ALEState
         self._actions = list(self._gym._action_set)

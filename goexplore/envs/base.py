@@ -14,6 +14,7 @@ the screen and RAM still show the PRE-restore values until the next step.
 Go-Explore therefore takes cell keys only from frames returned by ``step`` and
 carries the lives baseline with each cell, never reading them after a restore.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable

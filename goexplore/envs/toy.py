@@ -12,24 +12,28 @@ shows the room's number as its background shade, the pits, the uncollected
 treasure and the player, so the default 11x8 downscale keys one cell per
 player position and progress state.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 ROOM_W, ROOM_H = 11, 8
-GRID = 3                     # 3 x 3 rooms
-SCALE = 3                    # pixels per grid square
+GRID = 3  # 3 x 3 rooms
+SCALE = 3  # pixels per grid square
 N_ROOMS = GRID * GRID
 START_LIVES = 3
 _MOVES = ((0, 0), (0, -1), (1, 0), (-1, 0), (0, 1))
 
 # Fixed layout, the same every time (a seeded generator only builds it).
 _rng = np.random.default_rng(12345)
-TREASURES = [(int(_rng.integers(1, ROOM_W - 1)), int(_rng.integers(1, ROOM_H - 1)))
-             for _ in range(N_ROOMS)]
-PITS = [{(int(_rng.integers(1, ROOM_W - 1)), int(_rng.integers(1, ROOM_H - 1)))
-         for _ in range(3)} - {TREASURES[r], (ROOM_W // 2, ROOM_H // 2)}
-        for r in range(N_ROOMS)]
+TREASURES = [
+    (int(_rng.integers(1, ROOM_W - 1)), int(_rng.integers(1, ROOM_H - 1))) for _ in range(N_ROOMS)
+]
+PITS = [
+    {(int(_rng.integers(1, ROOM_W - 1)), int(_rng.integers(1, ROOM_H - 1))) for _ in range(3)}
+    - {TREASURES[r], (ROOM_W // 2, ROOM_H // 2)}
+    for r in range(N_ROOMS)
+]
 del _rng
 
 _STATE_FIELDS = 7  # room, x, y, entry_x, entry_y, lives, collected-bitmask
@@ -119,4 +123,4 @@ class ToyEnv:
         return f
 
     def _square(self, gx: int, gy: int, value: int) -> None:
-        self._frame[gy * SCALE:(gy + 1) * SCALE, gx * SCALE:(gx + 1) * SCALE] = value
+        self._frame[gy * SCALE : (gy + 1) * SCALE, gx * SCALE : (gx + 1) * SCALE] = value

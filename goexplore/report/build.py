@@ -6,6 +6,7 @@ game itself: trajectories are replayed from reset and rendered. The page is
 self-contained (images and the GIF are base64 data URIs); the full-length MP4
 is a sibling file it links to.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,13 +34,13 @@ class TopCell:
     chosen: int
     replayed_score: float
     thumb_png: bytes = field(repr=False)
-    description: str = ""        # the cell representation's description of its key
+    description: str = ""  # the cell representation's description of its key
 
 
 @dataclass
 class MapImage:
     level: int | None
-    colour: str            # "score" or "visits"
+    colour: str  # "score" or "visits"
     png: bytes = field(repr=False)
     file: str
     rooms_reached: list[int]
@@ -62,19 +63,25 @@ class Report:
 
 def _require_plotting() -> None:
     missing = []
-    for mod, pkg in (("matplotlib", "matplotlib"), ("PIL", "pillow"), ("imageio", "imageio"),
-                     ("imageio_ffmpeg", "imageio-ffmpeg")):
+    for mod, pkg in (
+        ("matplotlib", "matplotlib"),
+        ("PIL", "pillow"),
+        ("imageio", "imageio"),
+        ("imageio_ffmpeg", "imageio-ffmpeg"),
+    ):
         try:
             __import__(mod)
         except ImportError:
             missing.append(pkg)
     if missing:
-        raise GoExploreError(f"the report needs {', '.join(missing)}: pip install {' '.join(missing)}")
+        raise GoExploreError(
+            f"the report needs {', '.join(missing)}: pip install {' '.join(missing)}"
+        )
 
 
 def top_cells(archive, n: int) -> list[int]:
     """Non-DONE cells by score (highest first), then shorter trajectory, then older."""
-    live = np.flatnonzero(~archive.is_done[:archive.n])
+    live = np.flatnonzero(~archive.is_done[: archive.n])
     order = np.lexsort((live, archive.traj_len[live], -archive.score[live]))
     return [int(i) for i in live[order[:n]]]
 
@@ -87,19 +94,34 @@ def curve_rows(rows: list[dict], phase1) -> list[dict]:
     rows = list(rows)
     rooms = phase1.has_rooms
     if rows and rows[0].get("batch", 0) <= phase1.cfg.log_every_batches:
-        rows.insert(0, {"batch": 0, "frames": 0, "n_cells": 1, "rooms_found": 1 if rooms else None,
-                        "max_archive_score": 0.0, "best_done_score": None,
-                        "max_level": 0 if a.level_fact is not None else None})
+        rows.insert(
+            0,
+            {
+                "batch": 0,
+                "frames": 0,
+                "n_cells": 1,
+                "rooms_found": 1 if rooms else None,
+                "max_archive_score": 0.0,
+                "best_done_score": None,
+                "max_level": 0 if a.level_fact is not None else None,
+            },
+        )
     if not rows or phase1.frames > rows[-1].get("frames", 0):
-        rows.append({"batch": phase1.batch, "frames": phase1.frames, "n_cells": a.n,
-                     "rooms_found": len(a.rooms) if rooms else None,
-                     "max_archive_score": a.max_archive_score,
-                     "best_done_score": a.best_done_score, "max_level": a.max_level_reached})
+        rows.append(
+            {
+                "batch": phase1.batch,
+                "frames": phase1.frames,
+                "n_cells": a.n,
+                "rooms_found": len(a.rooms) if rooms else None,
+                "max_archive_score": a.max_archive_score,
+                "best_done_score": a.best_done_score,
+                "max_level": a.max_level_reached,
+            }
+        )
     return rows
 
 
-def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True,
-                 log=print) -> Report:
+def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, log=print) -> Report:
     """Build the report of the run in ``run_dir`` into ``out_dir`` (default
     ``run_dir/report``). Returns what was written."""
     from goexplore.phase1 import load_run
@@ -132,8 +154,10 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True,
     # replays: top cells (the best one recorded as a video), room screenshots --------
     last_frames: dict[int, np.ndarray] = {}
     ids = top_cells(a, top)
-    log(f"report: replaying {len(ids)} top cells from reset"
-        + (" (the best one as a video)" if video else ""))
+    log(
+        f"report: replaying {len(ids)} top cells from reset"
+        + (" (the best one as a video)" if video else "")
+    )
     with Player(cfg.env) as player:
         for rank, i in enumerate(ids, 1):
             actions = explog.trajectory(int(a.traj_last[i]))
@@ -153,10 +177,20 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True,
             thumb = played.last
             if thumb.shape[1] < 120:
                 thumb = upscale(thumb, video_scale(*thumb.shape[:2]))
-            rep.top.append(TopCell(rank, i, float(a.score[i]), int(a.traj_len[i]),
-                                   {k: int(v) for k, v in zip(names, a.facts[i])},
-                                   int(a.seen[i]), int(a.chosen[i]), played.score,
-                                   png_bytes(thumb), phase1.cells.describe(a.key_of(i))))
+            rep.top.append(
+                TopCell(
+                    rank,
+                    i,
+                    float(a.score[i]),
+                    int(a.traj_len[i]),
+                    {k: int(v) for k, v in zip(names, a.facts[i])},
+                    int(a.seen[i]),
+                    int(a.chosen[i]),
+                    played.score,
+                    png_bytes(thumb),
+                    phase1.cells.describe(a.key_of(i)),
+                )
+            )
 
         # the room map ----------------------------------------------------------------
         layout = layout_for(cfg.env, names)
@@ -183,20 +217,30 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True,
                 px, py = layout.pixel(x[sel], y[sel])
                 suffix = "" if len(levels) == 1 else f"_level{lev}"
                 for colour, vals, label, logscale in (
-                        ("score", a.score[:n][sel], "cell score", False),
-                        ("visits", a.seen[:n][sel], "times seen (since last improved)", True)):
-                    png = plots.map_png(layout, shots, px, py, room[sel], vals, label=label,
-                                        log=logscale,
-                                        title=f"{cfg.env}: level {lev}, {int(sel.sum()):,} cells, "
-                                              f"coloured by {label}")
+                    ("score", a.score[:n][sel], "cell score", False),
+                    ("visits", a.seen[:n][sel], "times seen (since last improved)", True),
+                ):
+                    png = plots.map_png(
+                        layout,
+                        shots,
+                        px,
+                        py,
+                        room[sel],
+                        vals,
+                        label=label,
+                        log=logscale,
+                        title=f"{cfg.env}: level {lev}, {int(sel.sum()):,} cells, "
+                        f"coloured by {label}",
+                    )
                     fname = f"map{suffix}.png" if colour == "score" else f"map_visits{suffix}.png"
                     (out / fname).write_bytes(png)
                     rep.maps.append(MapImage(int(lev), colour, png, fname, sorted(shots)))
 
     # page ------------------------------------------------------------------------------
     rep.seconds = time.perf_counter() - t0
-    page = html.render(phase1=phase1, rows=rows, final=final, curves=curves, rep=rep,
-                       run_dir=run_dir)
+    page = html.render(
+        phase1=phase1, rows=rows, final=final, curves=curves, rep=rep, run_dir=run_dir
+    )
     rep.html.write_text(page, encoding="utf-8")
     rep.seconds = time.perf_counter() - t0
     return rep

@@ -22,6 +22,7 @@ Runs written before ``preset`` and ``max_level`` existed count as preset
 "reference" and have no level curve ("-" in the tables). The page is plain
 HTML that links its PNGs by relative name, so DIR can be moved as a whole.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,18 +51,22 @@ QUANTITIES = (
 )
 NUMERIC = tuple(q[0] for q in QUANTITIES)
 
-PROTOCOL_NOTE = ("Scores are Phase 1 results: a deterministic search that restores the "
-                 "emulator to archived states, with no sticky actions "
-                 "(repeat_action_probability 0). They are not comparable with scores of RL "
-                 "policies evaluated with sticky actions. Steps are agent steps (4 emulator "
-                 "frames each on Atari).")
+PROTOCOL_NOTE = (
+    "Scores are Phase 1 results: a deterministic search that restores the "
+    "emulator to archived states, with no sticky actions "
+    "(repeat_action_probability 0). They are not comparable with scores of RL "
+    "policies evaluated with sticky actions. Steps are agent steps (4 emulator "
+    "frames each on Atari)."
+)
 
 
 # --- reading run dirs -------------------------------------------------------------------------
 
+
 @dataclass
 class Run:
     """One run dir as read from disk."""
+
     path: Path
     env: str
     preset: str
@@ -120,21 +125,29 @@ def read_metrics(path: Path) -> tuple[list[dict], list[str]]:
             if n == len(lines) and not text.endswith("\n"):
                 notes.append(f"{path}: last line cut short (a crash while it was written); skipped")
                 continue
-            raise GoExploreError(f"{where}: malformed metrics line (not JSON): {line[:80]!r}") from None
+            raise GoExploreError(
+                f"{where}: malformed metrics line (not JSON): {line[:80]!r}"
+            ) from None
         if not isinstance(row, dict):
             raise GoExploreError(f"{where}: malformed metrics line (a JSON object is expected)")
         frames = row.get("frames")
         if not isinstance(frames, int) or isinstance(frames, bool) or frames < 0:
-            raise GoExploreError(f"{where}: malformed metrics line ('frames' must be a "
-                                 f"non-negative integer, got {frames!r})")
+            raise GoExploreError(
+                f"{where}: malformed metrics line ('frames' must be a "
+                f"non-negative integer, got {frames!r})"
+            )
         if rows and frames <= rows[-1]["frames"]:
-            raise GoExploreError(f"{where}: malformed metrics line (frames {frames:,} does not "
-                                 f"increase on the previous row's {rows[-1]['frames']:,})")
+            raise GoExploreError(
+                f"{where}: malformed metrics line (frames {frames:,} does not "
+                f"increase on the previous row's {rows[-1]['frames']:,})"
+            )
         for name in NUMERIC:
             v = row.get(name)
             if v is not None and not _is_number(v):
-                raise GoExploreError(f"{where}: malformed metrics line ({name!r} must be a "
-                                     f"number or null, got {v!r})")
+                raise GoExploreError(
+                    f"{where}: malformed metrics line ({name!r} must be a "
+                    f"number or null, got {v!r})"
+                )
         rows.append(row)
     return rows, notes
 
@@ -185,6 +198,7 @@ def load_runs(run_dirs: list[Path]) -> list[Run]:
 
 # --- step functions and bands ---------------------------------------------------------------
 
+
 def series(rows: list[dict], name: str) -> tuple[np.ndarray, np.ndarray]:
     """(frames, values) of one field over a run's rows; NaN where it is null or absent."""
     frames = np.array([r["frames"] for r in rows], dtype=np.float64)
@@ -216,6 +230,7 @@ def common_grid(curves: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
 class Band:
     """Median, min and max across runs on a grid of agent steps; NaN where no run
     contributes. ``n`` counts the runs that contribute at each step."""
+
     grid: np.ndarray
     median: np.ndarray
     lo: np.ndarray
@@ -227,8 +242,11 @@ def band(curves: list[tuple[np.ndarray, np.ndarray]], grid: np.ndarray | None = 
     """The band of several runs' step functions (each a (frames, values) pair).
     The median of an even number of runs is the mean of the middle two."""
     grid = common_grid(curves) if grid is None else np.asarray(grid, dtype=np.float64)
-    m = np.vstack([step_values(f, v, grid) for f, v in curves]) if curves \
+    m = (
+        np.vstack([step_values(f, v, grid) for f, v in curves])
+        if curves
         else np.full((0, len(grid)), np.nan)
+    )
     n = (~np.isnan(m)).sum(axis=0)
     med, lo, hi = (np.full(grid.shape, np.nan) for _ in range(3))
     cols = n > 0
@@ -242,20 +260,28 @@ def band(curves: list[tuple[np.ndarray, np.ndarray]], grid: np.ndarray | None = 
 
 # --- the table ------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Figures:
     """A run's figures at one point: a metrics row, or final.json."""
+
     frames: int
-    best_score: float | None          # max_archive_score: best score in the archive
-    best_done_score: float | None     # best end-of-episode score
+    best_score: float | None  # max_archive_score: best score in the archive
+    best_done_score: float | None  # best end-of-episode score
     cells: int | None
     rooms: int | None
-    level: int | None                 # max_level (None: not logged by this run or game)
+    level: int | None  # max_level (None: not logged by this run or game)
 
     @classmethod
     def of(cls, d: dict, frames: int) -> Figures:
-        return cls(frames, d.get("max_archive_score"), d.get("best_done_score"),
-                   d.get("n_cells"), d.get("rooms_found"), d.get("max_level"))
+        return cls(
+            frames,
+            d.get("max_archive_score"),
+            d.get("best_done_score"),
+            d.get("n_cells"),
+            d.get("rooms_found"),
+            d.get("max_level"),
+        )
 
 
 @dataclass(frozen=True)
@@ -264,11 +290,11 @@ class TableRow:
     env: str
     preset: str
     seed: int | None
-    at: dict[int, Figures | None]     # budget -> figures there (None: run did not reach it)
-    first_level1_step: int | None     # first row with max_level >= 1
-    final: Figures | None             # None: no final.json and no metrics row yet
-    final_from: str                   # "final.json" or "metrics.jsonl" (in progress / interrupted)
-    verified: bool | None             # final.json's verdict; None without final.json
+    at: dict[int, Figures | None]  # budget -> figures there (None: run did not reach it)
+    first_level1_step: int | None  # first row with max_level >= 1
+    final: Figures | None  # None: no final.json and no metrics row yet
+    final_from: str  # "final.json" or "metrics.jsonl" (in progress / interrupted)
+    verified: bool | None  # final.json's verdict; None without final.json
 
 
 def row_at(rows: list[dict], step: int) -> dict | None:
@@ -307,7 +333,7 @@ def table(runs: list[Run], budgets: list[int]) -> list[TableRow]:
             at[b] = None if r is None else Figures.of(r, r["frames"])
         if run.final is not None:
             fin = dict(run.final)
-            if "max_level" not in fin and run.rows:       # older final.json: the last row's
+            if "max_level" not in fin and run.rows:  # older final.json: the last row's
                 fin["max_level"] = run.rows[-1].get("max_level")
             final, source = Figures.of(fin, run.frames_total), "final.json"
             verified = run.final.get("verified")
@@ -315,20 +341,33 @@ def table(runs: list[Run], budgets: list[int]) -> list[TableRow]:
         else:
             final = Figures.of(run.rows[-1], run.rows[-1]["frames"]) if run.rows else None
             source, verified = "metrics.jsonl", None
-        out.append(TableRow(run.path, run.env, run.preset, run.seed, at,
-                            first_level_step(run.rows), final, source, verified))
+        out.append(
+            TableRow(
+                run.path,
+                run.env,
+                run.preset,
+                run.seed,
+                at,
+                first_level_step(run.rows),
+                final,
+                source,
+                verified,
+            )
+        )
     return out
 
 
 # --- figures --------------------------------------------------------------------------------
+
 
 def _group_label(group: tuple[str, str], seeds: list[int | None]) -> str:
     s = ", ".join("?" if x is None else str(x) for x in seeds)
     return f"{group[0]} / {group[1]} ({len(seeds)} run{'s' if len(seeds) != 1 else ''}: seed {s})"
 
 
-def bands_png(groups: dict[tuple[str, str], list[Run]], name: str, title: str,
-              dpi: int = 100) -> tuple[bytes | None, list[tuple[str, str]]]:
+def bands_png(
+    groups: dict[tuple[str, str], list[Run]], name: str, title: str, dpi: int = 100
+) -> tuple[bytes | None, list[tuple[str, str]]]:
     """One figure: each group's band of ``name`` over agent steps. Returns the
     PNG (None when no run logged the quantity) and the groups without data."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
@@ -362,12 +401,18 @@ def bands_png(groups: dict[tuple[str, str], list[Run]], name: str, title: str,
     ax.set_ylim(bottom=min(0.0, min(float(np.nanmin(b.lo)) for _, _, b in drawn)))
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=8)
-    fig.legend(loc="outside lower center", fontsize=8, ncols=min(2, len(drawn)),
-               title="median across runs; shaded: min to max", title_fontsize=8)
+    fig.legend(
+        loc="outside lower center",
+        fontsize=8,
+        ncols=min(2, len(drawn)),
+        title="median across runs; shaded: min to max",
+        title_fontsize=8,
+    )
     return _png(fig, dpi), missing
 
 
 # --- the page -------------------------------------------------------------------------------
+
 
 @dataclass
 class CompareResult:
@@ -382,7 +427,7 @@ def _fmt(v, kind: str = "int") -> str:
         return DASH
     try:
         return f"{v:,g}" if kind == "score" else f"{v:,}"
-    except (TypeError, ValueError):               # final.json written by something else
+    except (TypeError, ValueError):  # final.json written by something else
         return escape(str(v))
 
 
@@ -395,22 +440,32 @@ def _budget_name(b: int) -> str:
 def _fig_cells(f: Figures | None) -> str:
     if f is None:
         return "".join(f"<td>{DASH}</td>" for _ in range(5))
-    return (f"<td>{_fmt(f.best_score, 'score')}</td><td>{_fmt(f.best_done_score, 'score')}</td>"
-            f"<td>{_fmt(f.cells)}</td><td>{_fmt(f.rooms)}</td><td>{_fmt(f.level)}</td>")
+    return (
+        f"<td>{_fmt(f.best_score, 'score')}</td><td>{_fmt(f.best_done_score, 'score')}</td>"
+        f"<td>{_fmt(f.cells)}</td><td>{_fmt(f.rooms)}</td><td>{_fmt(f.level)}</td>"
+    )
 
 
-FIG_HEAD = ("<th>best score in the archive</th><th>best end-of-episode score</th>"
-            "<th>cells</th><th>rooms</th><th>level</th>")
+FIG_HEAD = (
+    "<th>best score in the archive</th><th>best end-of-episode score</th>"
+    "<th>cells</th><th>rooms</th><th>level</th>"
+)
 
 
 def _run_cells(t: TableRow) -> str:
-    return (f"<td class='l'><code>{escape(str(t.run_dir))}</code></td>"
-            f"<td class='l'>{escape(t.env)} / {escape(t.preset)}</td>"
-            f"<td>{DASH if t.seed is None else t.seed}</td>")
+    return (
+        f"<td class='l'><code>{escape(str(t.run_dir))}</code></td>"
+        f"<td class='l'>{escape(t.env)} / {escape(t.preset)}</td>"
+        f"<td>{DASH if t.seed is None else t.seed}</td>"
+    )
 
 
-def render(runs: list[Run], rows: list[TableRow], budgets: list[int],
-           figures: list[tuple[str, str | None, list[tuple[str, str]]]]) -> str:
+def render(
+    runs: list[Run],
+    rows: list[TableRow],
+    budgets: list[int],
+    figures: list[tuple[str, str | None, list[tuple[str, str]]]],
+) -> str:
     """The page. ``figures``: (title, PNG file name or None, groups without data)."""
     from goexplore.report.html import CSS
 
@@ -429,16 +484,22 @@ def render(runs: list[Run], rows: list[TableRow], budgets: list[int],
         "the lowest to the highest.</p>",
         f'<p class="note"><b>Protocol.</b> {escape(PROTOCOL_NOTE)}</p>',
     ]
-    protocols = sorted({r.final["protocol"] for r in runs
-                        if r.final and isinstance(r.final.get("protocol"), str)})
+    protocols = sorted(
+        {r.final["protocol"] for r in runs if r.final and isinstance(r.final.get("protocol"), str)}
+    )
     if protocols:
-        out.append('<p class="note">final.json says: '
-                   + "; ".join(f"<i>{escape(p)}</i>" for p in protocols) + "</p>")
+        out.append(
+            '<p class="note">final.json says: '
+            + "; ".join(f"<i>{escape(p)}</i>" for p in protocols)
+            + "</p>"
+        )
 
     out.append("<h2>Curves</h2>")
-    out.append('<p class="note">A run\'s value at step s is its last metrics row at or before s; '
-               "a run counts only up to its last row, so where runs have ended the band holds "
-               "fewer of them.</p>")
+    out.append(
+        '<p class="note">A run\'s value at step s is its last metrics row at or before s; '
+        "a run counts only up to its last row, so where runs have ended the band holds "
+        "fewer of them.</p>"
+    )
     out.append('<div class="figs">')
     for title, png, missing in figures:
         out.append("<figure>")
@@ -448,24 +509,31 @@ def render(runs: list[Run], rows: list[TableRow], budgets: list[int],
             out.append(f"<p class='note'><b>{escape(title)}</b>: no run logged it.</p>")
         if missing and png is not None:
             names = ", ".join(f"{escape(e)} / {escape(p)}" for e, p in missing)
-            out.append(f"<figcaption>no data (not logged by these runs or games): {names}"
-                       "</figcaption>")
+            out.append(
+                f"<figcaption>no data (not logged by these runs or games): {names}</figcaption>"
+            )
         out.append("</figure>")
     out.append("</div>")
 
     out.append("<h2>At common budgets</h2>")
     if budgets:
-        out.append(f'<p class="note">Each run\'s last metrics row at or before the budget '
-                   f"(hover a row for its step); {DASH}: the run did not reach the budget. "
-                   "Rows are logged every few batches, so a figure can be up to one logging "
-                   "interval old.</p>")
+        out.append(
+            f'<p class="note">Each run\'s last metrics row at or before the budget '
+            f"(hover a row for its step); {DASH}: the run did not reach the budget. "
+            "Rows are logged every few batches, so a figure can be up to one logging "
+            "interval old.</p>"
+        )
     else:
-        out.append(f'<p class="note">No run reached {_budget_name(BUDGETS[0])} agent steps; '
-                   "see the final figures below.</p>")
+        out.append(
+            f'<p class="note">No run reached {_budget_name(BUDGETS[0])} agent steps; '
+            "see the final figures below.</p>"
+        )
     for b in budgets:
         out.append(f"<h3>{_budget_name(b)} agent steps ({b:,})</h3>")
-        out.append("<div class='scroll'><table><tr><th class='l'>run dir</th>"
-                   "<th class='l'>env / preset</th><th>seed</th>" + FIG_HEAD + "</tr>")
+        out.append(
+            "<div class='scroll'><table><tr><th class='l'>run dir</th>"
+            "<th class='l'>env / preset</th><th>seed</th>" + FIG_HEAD + "</tr>"
+        )
         for t in rows:
             f = t.at[b]
             hover = "" if f is None else f" title='metrics row at {f.frames:,} agent steps'"
@@ -473,31 +541,49 @@ def render(runs: list[Run], rows: list[TableRow], budgets: list[int],
         out.append("</table></div>")
 
     out.append("<h2>Final figures</h2>")
-    out.append("<div class='scroll'><table><tr><th class='l'>run dir</th><th class='l'>env / preset"
-               "</th><th>seed</th><th>agent steps</th>" + FIG_HEAD +
-               "<th>first step at level ≥ 1</th><th>replay-verified</th><th class='l'>from</th></tr>")
+    out.append(
+        "<div class='scroll'><table><tr><th class='l'>run dir</th><th class='l'>env / preset"
+        "</th><th>seed</th><th>agent steps</th>"
+        + FIG_HEAD
+        + "<th>first step at level ≥ 1</th><th>replay-verified</th><th class='l'>from</th></tr>"
+    )
     for t in rows:
         f = t.final
-        verified = (DASH if t.verified is None else
-                    '<span class="ok">yes</span>' if t.verified else '<span class="bad">NO</span>')
-        source = ("final.json" if t.final_from == "final.json"
-                  else "last metrics row (no final.json: in progress or interrupted)")
-        out.append(f"<tr>{_run_cells(t)}<td>{_fmt(None if f is None else f.frames)}</td>"
-                   f"{_fig_cells(f)}<td>{_fmt(t.first_level1_step)}</td><td>{verified}</td>"
-                   f"<td class='l'>{escape(source)}</td></tr>")
+        verified = (
+            DASH
+            if t.verified is None
+            else '<span class="ok">yes</span>'
+            if t.verified
+            else '<span class="bad">NO</span>'
+        )
+        source = (
+            "final.json"
+            if t.final_from == "final.json"
+            else "last metrics row (no final.json: in progress or interrupted)"
+        )
+        out.append(
+            f"<tr>{_run_cells(t)}<td>{_fmt(None if f is None else f.frames)}</td>"
+            f"{_fig_cells(f)}<td>{_fmt(t.first_level1_step)}</td><td>{verified}</td>"
+            f"<td class='l'>{escape(source)}</td></tr>"
+        )
     out.append("</table></div>")
-    out.append('<p class="note">level: max_level as the run logs it; first step at level ≥ 1: '
-               f"the first metrics row with max_level ≥ 1 ({DASH}: never, or not logged). "
-               "replay-verified: final.json's check that the best trajectories replay from "
-               "reset to their archived scores.</p>")
+    out.append(
+        '<p class="note">level: max_level as the run logs it; first step at level ≥ 1: '
+        f"the first metrics row with max_level ≥ 1 ({DASH}: never, or not logged). "
+        "replay-verified: final.json's check that the best trajectories replay from "
+        "reset to their archived scores.</p>"
+    )
 
     out.append("<h2>Run dirs compared</h2><ul>")
     for r in runs:
         last = r.rows[-1]["frames"] if r.rows else 0
-        out.append(f"<li><code>{escape(str(r.path))}</code>: {escape(r.env)} / "
-                   f"{escape(r.preset)}, seed {DASH if r.seed is None else r.seed}, {len(r.rows):,} metrics rows "
-                   f"(last at {last:,} agent steps)"
-                   f"{'' if r.final else ', no final.json'}</li>")
+        out.append(
+            f"<li><code>{escape(str(r.path))}</code>: {escape(r.env)} / "
+            f"{escape(r.preset)}, seed {DASH if r.seed is None else r.seed}, "
+            f"{len(r.rows):,} metrics rows "
+            f"(last at {last:,} agent steps)"
+            f"{'' if r.final else ', no final.json'}</li>"
+        )
     out.append("</ul>")
     notes = [n for r in runs for n in r.notes]
     if notes:
@@ -528,7 +614,7 @@ def compare(run_dirs: list[Path], out: Path) -> CompareResult:
         path = out / file
         try:
             if png is None:
-                path.unlink(missing_ok=True)       # a previous comparison's, now stale
+                path.unlink(missing_ok=True)  # a previous comparison's, now stale
             else:
                 path.write_bytes(png)
                 pngs.append(path)
@@ -545,21 +631,31 @@ def compare(run_dirs: list[Path], out: Path) -> CompareResult:
 
 # --- the command ----------------------------------------------------------------------------
 
+
 def cmd_compare(args) -> int:
     res = compare([Path(p) for p in args.run_dirs], Path(args.out))
-    print(f"compare: {res.html}  ({len(res.rows)} runs)\n  also: "
-          + ", ".join(p.name for p in res.pngs))
+    print(
+        f"compare: {res.html}  ({len(res.rows)} runs)\n  also: "
+        + ", ".join(p.name for p in res.pngs)
+    )
     return 0
 
 
 def add_parser(sub):
     """Add ``compare`` to an argparse subparsers object (``goexplore compare``)."""
-    c = sub.add_parser("compare", help="one HTML page comparing run dirs: curves over agent "
-                                       "steps (median and min-max per env/preset), figures "
-                                       "at 1M/2M/5M/10M/20M steps, final figures; runs nothing")
+    c = sub.add_parser(
+        "compare",
+        help="one HTML page comparing run dirs: curves over agent "
+        "steps (median and min-max per env/preset), figures "
+        "at 1M/2M/5M/10M/20M steps, final figures; runs nothing",
+    )
     c.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run dirs to compare")
-    c.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help=f"output folder for index.html and its PNGs (default ./{DEFAULT_OUT}; "
-                        "created if needed, our files in it are overwritten)")
+    c.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"output folder for index.html and its PNGs (default ./{DEFAULT_OUT}; "
+        "created if needed, our files in it are overwritten)",
+    )
     c.set_defaults(func=cmd_compare)
     return c

@@ -1,4 +1,5 @@
 """The report page: plain HTML and CSS, no script, every image inline."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -45,24 +46,35 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
     cfg, a = phase1.cfg, phase1.archive
     last = rows[-1] if rows else {}
     rate = last.get("steps_per_s")
-    status = ("finished" if final else
-              f"in progress or interrupted: latest checkpoint at {phase1.frames:,} steps")
+    status = (
+        "finished"
+        if final
+        else f"in progress or interrupted: latest checkpoint at {phase1.frames:,} steps"
+    )
     verified = None if final is None else final.get("verified")
     cards = [
         (f"{phase1.frames:,}", f"agent steps of {cfg.total_frames:,} ({status})"),
         (_score(a.best_done_score), "best end-of-episode score"),
         (_score(a.max_archive_score), "max archive score"),
         (f"{a.n:,}", "cells"),
-        *([(f"{len(a.rooms)}", f"rooms seen (the game's {phase1.room_fact} fact)")]
-          if phase1.has_rooms else []),
-        *([(f"{a.max_level_reached}", "highest level reached (0: the first)")]
-          if a.level_fact is not None else []),
-        (escape(cfg.preset), f"preset ({cfg.cells} cells, episode ends at "
-                             f"{'a life loss' if cfg.episode_end == 'life' else 'game over'})"),
+        *(
+            [(f"{len(a.rooms)}", f"rooms seen (the game's {phase1.room_fact} fact)")]
+            if phase1.has_rooms
+            else []
+        ),
+        *(
+            [(f"{a.max_level_reached}", "highest level reached (0: the first)")]
+            if a.level_fact is not None
+            else []
+        ),
+        (
+            escape(cfg.preset),
+            f"preset ({cfg.cells} cells, episode ends at "
+            f"{'a life loss' if cfg.episode_end == 'life' else 'game over'})",
+        ),
         (_num(rate), "agent steps / s (last row)"),
         (_num(final.get("wall_s"), "{:,.0f} s") if final else "–", "wall time"),
-        ("–" if verified is None else ("yes" if verified else "NO"),
-         "replay-verified from reset"),
+        ("–" if verified is None else ("yes" if verified else "NO"), "replay-verified from reset"),
     ]
     out = [
         "<!DOCTYPE html>",
@@ -72,46 +84,61 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
         f"<style>{CSS}</style></head><body><main>",
         f"<h1>Go-Explore Phase 1: {escape(cfg.env)}, seed {cfg.seed}</h1>",
         f'<p class="sub">run dir <code>{escape(str(run_dir))}</code> · report made '
-        f'{_dt.datetime.now().strftime("%Y-%m-%d %H:%M")} in {rep.seconds:.0f} s</p>',
+        f"{_dt.datetime.now().strftime('%Y-%m-%d %H:%M')} in {rep.seconds:.0f} s</p>",
         '<div class="kv">',
     ]
     out += [f"<div><b>{v}</b><span>{escape(k)}</span></div>" for v, k in cards]
     out.append("</div>")
-    out.append('<p class="note">Scores are deterministic-search results (emulator restore, no '
-               "sticky actions): not comparable with sticky-action RL scores. "
-               "Steps are agent steps (4 emulator frames each on Atari).</p>")
+    out.append(
+        '<p class="note">Scores are deterministic-search results (emulator restore, no '
+        "sticky actions): not comparable with sticky-action RL scores. "
+        "Steps are agent steps (4 emulator frames each on Atari).</p>"
+    )
 
     out.append("<h2>Curves</h2>")
     if rows:
-        out.append(f'<img class="fig" alt="metrics over agent steps" src="{data_uri(curves, "image/png")}">')
+        out.append(
+            '<img class="fig" alt="metrics over agent steps" '
+            f'src="{data_uri(curves, "image/png")}">'
+        )
     else:
         out.append('<p class="note">metrics.jsonl holds no rows yet.</p>')
 
     if rep.maps:
         out.append("<h2>Map</h2>")
-        out.append('<p class="note">Each reached room is a screenshot replayed from the game '
-                   "(the cell with the shortest trajectory in that room); grey rooms have not been "
-                   "reached. Each dot is a cell, drawn where the player stood (RAM x, y).</p>")
+        out.append(
+            '<p class="note">Each reached room is a screenshot replayed from the game '
+            "(the cell with the shortest trajectory in that room); grey rooms have not been "
+            "reached. Each dot is a cell, drawn where the player stood (RAM x, y).</p>"
+        )
         for m in rep.maps:
             lev = "" if m.level is None else f"level {m.level}, "
             out.append(f"<h3>{escape(lev)}coloured by {escape(m.colour)}</h3>")
-            out.append(f'<img class="fig" alt="room map, {escape(lev)}{escape(m.colour)}" '
-                       f'src="{data_uri(m.png, "image/png")}">')
+            out.append(
+                f'<img class="fig" alt="room map, {escape(lev)}{escape(m.colour)}" '
+                f'src="{data_uri(m.png, "image/png")}">'
+            )
 
     out.append("<h2>Best trajectory</h2>")
     if rep.mp4 is not None and rep.top:
         b = rep.top[0]
-        out.append(f'<p class="note">Cell {b.cell}: score {b.score:,g} in {b.length:,} agent steps, '
-                   f"replayed from reset ({rep.video_frames:,} frames: the reset frame and one per step; "
-                   f"the video plays at 2x game speed).</p>")
+        out.append(
+            f'<p class="note">Cell {b.cell}: score {b.score:,g} in {b.length:,} agent steps, '
+            f"replayed from reset ({rep.video_frames:,} frames: the reset frame and one per step; "
+            f"the video plays at 2x game speed).</p>"
+        )
         out.append('<div class="videos">')
-        out.append(f'<figure><video controls muted loop preload="metadata" width="320" '
-                   f'src="{escape(rep.mp4.name)}"></video><figcaption>MP4, every step '
-                   f'(<a href="{escape(rep.mp4.name)}">{escape(rep.mp4.name)}</a>)</figcaption></figure>')
+        out.append(
+            f'<figure><video controls muted loop preload="metadata" width="320" '
+            f'src="{escape(rep.mp4.name)}"></video><figcaption>MP4, every step '
+            f'(<a href="{escape(rep.mp4.name)}">{escape(rep.mp4.name)}</a>)</figcaption></figure>'
+        )
         if rep.gif is not None and rep.gif.exists():
-            out.append(f'<figure><img class="gif" width="{min(320, 2 * 160)}" alt="best trajectory" '
-                       f'src="{data_uri(rep.gif.read_bytes(), "image/gif")}">'
-                       f"<figcaption>GIF (subsampled when long)</figcaption></figure>")
+            out.append(
+                f'<figure><img class="gif" width="{min(320, 2 * 160)}" alt="best trajectory" '
+                f'src="{data_uri(rep.gif.read_bytes(), "image/gif")}">'
+                f"<figcaption>GIF (subsampled when long)</figcaption></figure>"
+            )
         out.append("</div>")
     else:
         out.append('<p class="note">No video (disabled).</p>')
@@ -119,25 +146,41 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
     out.append(f"<h2>Top {len(rep.top)} cells</h2>")
     names = list(phase1.fact_names)
     head = "".join(f"<th>{escape(n)}</th>" for n in names)
-    out.append("<table><tr><th>#</th><th>cell</th><th>score</th><th>steps</th>" + head +
-               "<th>seen</th><th>chosen</th><th>replay</th><th class='l'>last frame</th></tr>")
+    out.append(
+        "<table><tr><th>#</th><th>cell</th><th>score</th><th>steps</th>"
+        + head
+        + "<th>seen</th><th>chosen</th><th>replay</th><th class='l'>last frame</th></tr>"
+    )
     for t in rep.top:
         ok = t.replayed_score == t.score
         facts = "".join(f"<td>{_fact(n, t.facts.get(n))}</td>" for n in names)
-        check = (f'<span class="ok">✓ {t.replayed_score:,g}</span>' if ok
-                 else f'<span class="bad">✗ {t.replayed_score:,g}</span>')
-        out.append(f"<tr><td>{t.rank}</td><td title=\"{escape(t.description)}\">{t.cell}</td>"
-                   f"<td>{t.score:,g}</td>"
-                   f"<td>{t.length:,}</td>{facts}<td>{t.seen:,}</td><td>{t.chosen:,}</td>"
-                   f"<td>{check}</td><td class='l'><img class='thumb' alt='cell {t.cell}' "
-                   f"src=\"{data_uri(t.thumb_png, 'image/png')}\"></td></tr>")
+        check = (
+            f'<span class="ok">✓ {t.replayed_score:,g}</span>'
+            if ok
+            else f'<span class="bad">✗ {t.replayed_score:,g}</span>'
+        )
+        out.append(
+            f'<tr><td>{t.rank}</td><td title="{escape(t.description)}">{t.cell}</td>'
+            f"<td>{t.score:,g}</td>"
+            f"<td>{t.length:,}</td>{facts}<td>{t.seen:,}</td><td>{t.chosen:,}</td>"
+            f"<td>{check}</td><td class='l'><img class='thumb' alt='cell {t.cell}' "
+            f'src="{data_uri(t.thumb_png, "image/png")}"></td></tr>'
+        )
     out.append("</table>")
-    out.append('<p class="note">replay: the score obtained by replaying the cell\'s trajectory '
-               "from reset in a fresh environment (✓ when it equals the archived score). "
-               f"Cells are {escape(phase1.cells.describe(b'x' * phase1.cells.key_size)) if cfg.cells == 'downscale' else escape(cfg.cells) + ' keys'}; "
-               "hover over a cell number for its key.</p>")
+    if cfg.cells == "downscale":
+        cells_text = escape(phase1.cells.describe(b"x" * phase1.cells.key_size))
+    else:
+        cells_text = escape(cfg.cells) + " keys"
+    out.append(
+        '<p class="note">replay: the score obtained by replaying the cell\'s trajectory '
+        "from reset in a fresh environment (✓ when it equals the archived score). "
+        f"Cells are {cells_text}; "
+        "hover over a cell number for its key.</p>"
+    )
 
-    out.append("<details><summary>Configuration</summary><pre>" + escape(cfg.dumps()) + "</pre></details>")
+    out.append(
+        "<details><summary>Configuration</summary><pre>" + escape(cfg.dumps()) + "</pre></details>"
+    )
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
 
@@ -146,7 +189,7 @@ def _fact(name: str, v) -> str:
     if v is None:
         return "–"
     if name == "inventory":
-        return f"0x{v & 0xff:02x}"
+        return f"0x{v & 0xFF:02x}"
     if name == "level":
         return str(v + 1)
     return str(v)

@@ -10,6 +10,7 @@ columns ``x - 1 .. x + 6`` and rows ``310 - y .. 323 - y`` when standing, so
 its centre is ``(x + 2.5, 316.5 - y)``. The playfield of a room is screen rows
 47..206 (the score, lives and inventory are above it), 160 x 160 pixels.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,12 +23,12 @@ class RoomLayout:
     """A grid of rooms (-1: no room) and how to draw a room and a position."""
 
     grid: tuple[tuple[int, ...], ...]
-    crop: tuple[int, int, int, int]        # top, bottom, left, right of the room on screen
+    crop: tuple[int, int, int, int]  # top, bottom, left, right of the room on screen
     x_scale: float
     x_offset: float
     y_scale: float
     y_offset: float
-    scale: int = 1                         # integer upscale of the screenshot (tiny screens)
+    scale: int = 1  # integer upscale of the screenshot (tiny screens)
 
     @property
     def rows(self) -> int:
@@ -72,12 +73,17 @@ class RoomLayout:
 
 
 MONTEZUMA = RoomLayout(
-    grid=((-1, -1, -1, 0, 1, 2, -1, -1, -1),
-          (-1, -1, 3, 4, 5, 6, 7, -1, -1),
-          (-1, 8, 9, 10, 11, 12, 13, 14, -1),
-          (15, 16, 17, 18, 19, 20, 21, 22, 23)),
+    grid=(
+        (-1, -1, -1, 0, 1, 2, -1, -1, -1),
+        (-1, -1, 3, 4, 5, 6, 7, -1, -1),
+        (-1, 8, 9, 10, 11, 12, 13, 14, -1),
+        (15, 16, 17, 18, 19, 20, 21, 22, 23),
+    ),
     crop=(47, 207, 0, 160),
-    x_scale=1.0, x_offset=2.5, y_scale=-1.0, y_offset=316.5,
+    x_scale=1.0,
+    x_offset=2.5,
+    y_scale=-1.0,
+    y_offset=316.5,
 )
 
 
@@ -85,9 +91,15 @@ def _toy_layout() -> RoomLayout:
     from goexplore.envs.toy import GRID, ROOM_H, ROOM_W, SCALE
 
     grid = tuple(tuple(r * GRID + c for c in range(GRID)) for r in range(GRID))
-    return RoomLayout(grid=grid, crop=(0, ROOM_H * SCALE, 0, ROOM_W * SCALE),
-                      x_scale=SCALE, x_offset=SCALE / 2, y_scale=SCALE, y_offset=SCALE / 2,
-                      scale=5)
+    return RoomLayout(
+        grid=grid,
+        crop=(0, ROOM_H * SCALE, 0, ROOM_W * SCALE),
+        x_scale=SCALE,
+        x_offset=SCALE / 2,
+        y_scale=SCALE,
+        y_offset=SCALE / 2,
+        scale=5,
+    )
 
 
 def layout_for(env_name: str, fact_names: tuple[str, ...]) -> RoomLayout | None:

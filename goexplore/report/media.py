@@ -4,6 +4,7 @@ write them as PNG, MP4 and GIF.
 
 Frames are streamed (a long trajectory is never held in memory at full size).
 """
+
 from __future__ import annotations
 
 import base64
@@ -11,14 +12,14 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from goexplore.envs import make_env
 
-VIDEO_FPS = 30          # agent steps per second of video (the game runs at 15)
-GIF_MAX_FRAMES = 300    # longer trajectories are subsampled in the GIF (never in the MP4)
+VIDEO_FPS = 30  # agent steps per second of video (the game runs at 15)
+GIF_MAX_FRAMES = 300  # longer trajectories are subsampled in the GIF (never in the MP4)
 GIF_MAX_WIDTH = 160
 
 
@@ -26,7 +27,7 @@ GIF_MAX_WIDTH = 160
 class Played:
     steps: int
     score: float
-    last: np.ndarray            # RGB frame after the last action (reset's frame if none)
+    last: np.ndarray  # RGB frame after the last action (reset's frame if none)
 
 
 class Player:
@@ -103,9 +104,17 @@ class VideoWriter:
                 import imageio
 
                 self._writer = imageio.get_writer(
-                    str(self.mp4), format="FFMPEG", mode="I", fps=VIDEO_FPS, codec="libx264",
-                    pixelformat="yuv420p", macro_block_size=1, quality=8,
-                    ffmpeg_log_level="error", output_params=["-movflags", "+faststart"])
+                    str(self.mp4),
+                    format="FFMPEG",
+                    mode="I",
+                    fps=VIDEO_FPS,
+                    codec="libx264",
+                    pixelformat="yuv420p",
+                    macro_block_size=1,
+                    quality=8,
+                    ffmpeg_log_level="error",
+                    output_params=["-movflags", "+faststart"],
+                )
         if self._writer is not None:
             self._writer.append_data(_even(upscale(rgb, self._scale)))
         if self.gif is not None and self.n % self.gif_stride == 0:
@@ -133,8 +142,15 @@ def write_gif(path: Path, frames: list[np.ndarray], frame_ms: float) -> None:
     imgs = [Image.fromarray(f) for f in frames]
     pal = imgs[len(imgs) // 2].quantize(colors=64, method=Image.Quantize.MEDIANCUT)
     q = [im.quantize(palette=pal, dither=Image.Dither.NONE) for im in imgs]
-    q[0].save(path, save_all=True, append_images=q[1:], duration=max(20, round(frame_ms / 10) * 10),
-              loop=0, optimize=False, disposal=1)
+    q[0].save(
+        path,
+        save_all=True,
+        append_images=q[1:],
+        duration=max(20, round(frame_ms / 10) * 10),
+        loop=0,
+        optimize=False,
+        disposal=1,
+    )
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:

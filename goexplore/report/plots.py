@@ -1,4 +1,5 @@
 """The report's figures (matplotlib, Agg backend, PNG bytes out)."""
+
 from __future__ import annotations
 
 import io
@@ -7,8 +8,8 @@ import numpy as np
 
 from goexplore.report.layouts import RoomLayout
 
-BG = (0x15, 0x17, 0x1c)           # map background (outside the room grid)
-PLACEHOLDER = (0x3a, 0x3d, 0x45)  # a room the run has not reached
+BG = (0x15, 0x17, 0x1C)  # map background (outside the room grid)
+PLACEHOLDER = (0x3A, 0x3D, 0x45)  # a room the run has not reached
 
 
 def _plt():
@@ -65,8 +66,15 @@ def curves_png(rows: list[dict], title: str = "", dpi: int = 100) -> bytes:
                 ax.plot(frames[ok], y[ok], color="#3568d4", lw=1.2, marker=marker)
             ax.set_ylim(bottom=min(0.0, float(np.nanmin(y))))
         else:
-            ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes,
-                    color="#888")
+            ax.text(
+                0.5,
+                0.5,
+                "no data yet",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                color="#888",
+            )
         ax.set_title(label, fontsize=10)
         ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
         ax.xaxis.set_major_locator(MaxNLocator(5))
@@ -76,7 +84,7 @@ def curves_png(rows: list[dict], title: str = "", dpi: int = 100) -> bytes:
                 ax.set_ylim(0, max(1.0, float(np.nanmax(y))) * 1.08)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=8)
-    for ax in axes.flat[len(CURVES):]:
+    for ax in axes.flat[len(CURVES) :]:
         ax.axis("off")
     for ax in axes[1]:
         ax.set_xlabel("agent steps", fontsize=9)
@@ -85,9 +93,19 @@ def curves_png(rows: list[dict], title: str = "", dpi: int = 100) -> bytes:
     return _png(fig, dpi)
 
 
-def map_png(layout: RoomLayout, screenshots: dict[int, np.ndarray], px: np.ndarray,
-            py: np.ndarray, rooms: np.ndarray, values: np.ndarray, *, label: str,
-            log: bool = False, title: str = "", dpi: int = 100) -> bytes:
+def map_png(
+    layout: RoomLayout,
+    screenshots: dict[int, np.ndarray],
+    px: np.ndarray,
+    py: np.ndarray,
+    rooms: np.ndarray,
+    values: np.ndarray,
+    *,
+    label: str,
+    log: bool = False,
+    title: str = "",
+    dpi: int = 100,
+) -> bytes:
     """The room grid: each reached room's screenshot (dimmed), placeholders for
     the others, and one dot per cell where the player stood, coloured by
     ``values`` (highest drawn on top)."""
@@ -106,19 +124,35 @@ def map_png(layout: RoomLayout, screenshots: dict[int, np.ndarray], px: np.ndarr
         y0, x0 = r * H, c * W
         if room in screenshots:
             img = layout.room_image(screenshots[room]).astype(np.float32)
-            canvas[y0:y0 + H, x0:x0 + W] = (img * 0.55).astype(np.uint8)
+            canvas[y0 : y0 + H, x0 : x0 + W] = (img * 0.55).astype(np.uint8)
         else:
-            canvas[y0:y0 + H, x0:x0 + W] = PLACEHOLDER
-            ax.text(x0 + W / 2, y0 + H / 2, "not reached", color="#9aa0aa", ha="center",
-                    va="center", fontsize=7)
-        ax.text(x0 + 4, y0 + 4, str(room), color="white", fontsize=8, ha="left", va="top",
-                fontweight="bold")
+            canvas[y0 : y0 + H, x0 : x0 + W] = PLACEHOLDER
+            ax.text(
+                x0 + W / 2,
+                y0 + H / 2,
+                "not reached",
+                color="#9aa0aa",
+                ha="center",
+                va="center",
+                fontsize=7,
+            )
+        ax.text(
+            x0 + 4,
+            y0 + 4,
+            str(room),
+            color="white",
+            fontsize=8,
+            ha="left",
+            va="top",
+            fontweight="bold",
+        )
     ax.imshow(canvas, interpolation="nearest")
     # grid lines between rooms
     for room in layout.rooms:
         r, c = layout.slot(room)
-        ax.add_patch(plt.Rectangle((c * W - 0.5, r * H - 0.5), W, H, fill=False,
-                                   ec="#6b7080", lw=0.6))
+        ax.add_patch(
+            plt.Rectangle((c * W - 0.5, r * H - 0.5), W, H, fill=False, ec="#6b7080", lw=0.6)
+        )
     sc = None
     if len(values):
         slots = [layout.slot(int(rm)) for rm in rooms]
@@ -136,11 +170,21 @@ def map_png(layout: RoomLayout, screenshots: dict[int, np.ndarray], px: np.ndarr
             else:
                 norm = Normalize(vmin=v.min(), vmax=max(v.max(), v.min() + 1e-9))
                 cv = v
-            sc = ax.scatter(X[order], Y[order], c=cv[order], s=7, cmap="plasma", norm=norm,
-                            linewidths=0.25, edgecolors="black")
+            sc = ax.scatter(
+                X[order],
+                Y[order],
+                c=cv[order],
+                s=7,
+                cmap="plasma",
+                norm=norm,
+                linewidths=0.25,
+                edgecolors="black",
+            )
     if sc is not None:
         x0 = img_w / (img_w + 1.1)
-        cb = fig.colorbar(sc, cax=fig.add_axes((x0 + 0.012, 0.04, 0.012, 0.9 * img_h / (img_h + 0.4))))
+        cb = fig.colorbar(
+            sc, cax=fig.add_axes((x0 + 0.012, 0.04, 0.012, 0.9 * img_h / (img_h + 0.4)))
+        )
         cb.set_label(label, fontsize=9)
         cb.ax.tick_params(labelsize=8)
     ax.set_axis_off()

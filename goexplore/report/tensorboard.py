@@ -5,6 +5,7 @@ agent steps) under ``RUN_DIR/tb``. Needs ``tensorboardX`` (``pip install
 goexplore[tensorboard]``) or, failing that, PyTorch's
 ``torch.utils.tensorboard`` with the ``tensorboard`` package.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,13 @@ INSTALL_HINT = "pip install 'goexplore[tensorboard]'  (or: pip install tensorboa
 def _summary_writer_class():
     try:
         from tensorboardX import SummaryWriter
+
         return SummaryWriter
     except ImportError:
         pass
     try:
         from torch.utils.tensorboard import SummaryWriter
+
         return SummaryWriter
     except Exception:  # torch missing, or torch without the tensorboard package
         return None
