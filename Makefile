@@ -12,7 +12,7 @@ FRAMES  ?= 400000
 WORKERS ?= 2
 PRESET  ?= montezuma-dk
 
-.PHONY: run test test-slow test-all bench clean
+.PHONY: run lint test test-slow test-all bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,13 @@ run: $(STAMP)
 	$(BIN)/goexplore report $(RUN_DIR) --out $(RUN_DIR)/report
 	@echo "report: $(RUN_DIR)/report/index.html"
 
-test: $(STAMP)
+# ruff (lint + format check) and a type check of the public surface (see pyproject.toml)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)

@@ -1,6 +1,8 @@
-"""goexplore: Go-Explore Phase 1 — run | presets | replay | report | compare | verify | bench | games.
+"""goexplore: Go-Explore Phase 1 — run | presets | replay | demo | report | compare | verify |
+bench | games.
 
 Every user error prints one clear message and exits with code 2."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,14 +31,21 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
             continue
         kind = _bool if isinstance(f.default, bool) else type(f.default)
         shown = f"{f.default:,}" if type(f.default) is int else f"{f.default}"
-        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=None,
-                       metavar="true|false" if kind is _bool else None,
-                       help=f"{f.metadata['help']} (default {shown})")
+        p.add_argument(
+            "--" + f.name.replace("_", "-"),
+            type=kind,
+            default=None,
+            metavar="true|false" if kind is _bool else None,
+            help=f"{f.metadata['help']} (default {shown})",
+        )
 
 
 def _given(args) -> dict:
-    return {f.name: getattr(args, f.name) for f in fields(Config)
-            if f.name != "preset" and getattr(args, f.name, None) is not None}
+    return {
+        f.name: getattr(args, f.name)
+        for f in fields(Config)
+        if f.name != "preset" and getattr(args, f.name, None) is not None
+    }
 
 
 def _config_from(args) -> Config:
@@ -51,8 +60,10 @@ def _config_from(args) -> Config:
         saved = RunDir(Path(args.run_dir)).read_config()
         if saved is not None:
             if args.preset is not None and args.preset != saved.preset:
-                raise GoExploreError(f"--preset {args.preset}: the run in {args.run_dir} was "
-                                     f"started with preset {saved.preset!r}")
+                raise GoExploreError(
+                    f"--preset {args.preset}: the run in {args.run_dir} was "
+                    f"started with preset {saved.preset!r}"
+                )
             return saved.replace(**given)
     return apply_preset(args.preset or "reference", given)
 
@@ -66,15 +77,20 @@ def cmd_run(args) -> int:
     run_dir = Path(args.run_dir or f"runs/{cfg.env}-seed{cfg.seed}")
     phase1, ckpt = prepare(cfg, run_dir, args.resume, fallback=args.fallback)
     where = f"resumed from {ckpt}" if ckpt else "fresh start"
-    print(f"goexplore run: {cfg.env}  preset {cfg.preset}  seed {cfg.seed}  budget "
-          f"{cfg.total_frames:,} agent steps  workers {cfg.n_workers}  run dir {run_dir}  "
-          f"({where})", flush=True)
+    print(
+        f"goexplore run: {cfg.env}  preset {cfg.preset}  seed {cfg.seed}  budget "
+        f"{cfg.total_frames:,} agent steps  workers {cfg.n_workers}  run dir {run_dir}  "
+        f"({where})",
+        flush=True,
+    )
     tb = _tensorboard(run_dir, phase1.frames) if args.tensorboard else None
     with ProgressReporter(cfg.total_frames, start=phase1.frames) as reporter:
+
         def on_progress(p):
             reporter.update(p)
             if tb is not None:
                 tb.update(p)
+
         try:
             final = execute(phase1, on_progress=on_progress, log=reporter.print)
         finally:
@@ -83,17 +99,25 @@ def cmd_run(args) -> int:
     if final is None:
         return 130
     best = final["best_done_score"]
-    print(f"\ndone: {final['frames_total']:,} agent steps in {final['wall_s']:.0f}s\n"
-          f"  best end-of-episode score  {best if best is not None else 'none yet'}\n"
-          f"  max archive score          {final['max_archive_score']:g}\n"
-          f"  cells                      {final['n_cells']:,}\n"
-          + (f"  rooms                      {final['rooms_found']}\n"
-             if final.get("rooms_found") is not None else "")
-          + (f"  highest level (from 0)     {final['max_level']}\n"
-             if final.get("max_level") is not None else "") +
-          f"  replay-verified            {final['verified']}\n"
-          f"  run dir                    {run_dir}\n"
-          f"  (scores: {final['protocol']})")
+    print(
+        f"\ndone: {final['frames_total']:,} agent steps in {final['wall_s']:.0f}s\n"
+        f"  best end-of-episode score  {best if best is not None else 'none yet'}\n"
+        f"  max archive score          {final['max_archive_score']:g}\n"
+        f"  cells                      {final['n_cells']:,}\n"
+        + (
+            f"  rooms                      {final['rooms_found']}\n"
+            if final.get("rooms_found") is not None
+            else ""
+        )
+        + (
+            f"  highest level (from 0)     {final['max_level']}\n"
+            if final.get("max_level") is not None
+            else ""
+        )
+        + f"  replay-verified            {final['verified']}\n"
+        f"  run dir                    {run_dir}\n"
+        f"  (scores: {final['protocol']})"
+    )
     return 0 if final["verified"] else 1
 
 
@@ -104,11 +128,16 @@ def _tensorboard(run_dir: Path, frames: int):
     try:
         tb = MetricsToTensorBoard(run_dir / "metrics.jsonl", run_dir / "tb", after_frames=frames)
     except ImportError:
-        print(f"--tensorboard: skipped, no TensorBoard writer is installed ({INSTALL_HINT})",
-              file=sys.stderr, flush=True)
+        print(
+            f"--tensorboard: skipped, no TensorBoard writer is installed ({INSTALL_HINT})",
+            file=sys.stderr,
+            flush=True,
+        )
         return None
-    print(f"TensorBoard scalars: {run_dir / 'tb'}  (view: tensorboard --logdir {run_dir / 'tb'})",
-          flush=True)
+    print(
+        f"TensorBoard scalars: {run_dir / 'tb'}  (view: tensorboard --logdir {run_dir / 'tb'})",
+        flush=True,
+    )
     return tb
 
 
@@ -127,7 +156,7 @@ def cmd_report(args) -> int:
 def cmd_verify(args) -> int:
     from goexplore.verify import verify_run
 
-    report = verify_run(Path(args.run_dir))      # not a run dir: GoExploreError, exit 2
+    report = verify_run(Path(args.run_dir))  # not a run dir: GoExploreError, exit 2
     print(report.text())
     return 0 if report.ok else 1
 
@@ -137,20 +166,25 @@ def cmd_presets(args) -> int:
 
     if args.name:
         if args.name not in PRESETS:
-            raise GoExploreError(f"preset {args.name!r}: unknown; choose one of: {', '.join(PRESETS)}")
+            raise GoExploreError(
+                f"preset {args.name!r}: unknown; choose one of: {', '.join(PRESETS)}"
+            )
         p = PRESETS[args.name]
         print(f"{p.name}: {p.summary}")
         for k, v in p.settings.items():
             print(f"  --{k.replace('_', '-')} {v}")
         return 0
     print(describe())
-    print("\nUse: goexplore run --preset NAME [flags]  (flags override the preset; "
-          "`goexplore presets NAME` shows its settings)")
+    print(
+        "\nUse: goexplore run --preset NAME [flags]  (flags override the preset; "
+        "`goexplore presets NAME` shows its settings)"
+    )
     return 0
 
 
 def cmd_games(args) -> int:
     from goexplore.envs import GAMES
+
     print(f"{'name':<13} {'ALE id':<28} notes")
     for name, g in GAMES.items():
         facts = f"RAM facts: {', '.join(n for n, _ in g.ram)}" if g.ram else ""
@@ -170,12 +204,20 @@ def cmd_replay(args) -> int:
     a = phase1.archive
     if args.cell == "all":
         from goexplore.demos import verify_archive
-        played, failures = verify_archive(phase1.cfg.env, phase1.cells, a, phase1.explog,
-                                          end_on_life=phase1.cfg.episode_end == "life")
+
+        played, failures = verify_archive(
+            phase1.cfg.env,
+            phase1.cells,
+            a,
+            phase1.explog,
+            end_on_life=phase1.cfg.episode_end == "life",
+        )
         for i, why in failures[:20]:
             print(f"cell {i}: MISMATCH: {why}")
-        print(f"{a.n - len(failures)} of {a.n} cells VERIFIED by replay from reset "
-              f"({played:,} steps played once each along the trajectory tree)")
+        print(
+            f"{a.n - len(failures)} of {a.n} cells VERIFIED by replay from reset "
+            f"({played:,} steps played once each along the trajectory tree)"
+        )
         return 0 if not failures else 1
     if args.cell == "best":
         i = a.best_cell()
@@ -191,17 +233,54 @@ def cmd_replay(args) -> int:
         if not 0 <= i < a.n:
             raise GoExploreError(f"--cell {i}: out of range; the archive has cells 0..{a.n - 1}")
     actions = phase1.explog.trajectory(int(a.traj_last[i]))
-    ok, why = verify_cell(phase1.cfg.env, phase1.cells, actions, key=a.key_of(i),
-                          score=float(a.score[i]), length=int(a.traj_len[i]),
-                          is_done=a.key_of(i) == DONE_KEY,
-                          end_on_life=phase1.cfg.episode_end == "life")
-    print(f"cell {i}: archived score {a.score[i]:g}, {a.traj_len[i]} steps — "
-          f"{'VERIFIED' if ok else 'MISMATCH'}: {why}")
+    ok, why = verify_cell(
+        phase1.cfg.env,
+        phase1.cells,
+        actions,
+        key=a.key_of(i),
+        score=float(a.score[i]),
+        length=int(a.traj_len[i]),
+        is_done=a.key_of(i) == DONE_KEY,
+        end_on_life=phase1.cfg.episode_end == "life",
+    )
+    print(
+        f"cell {i}: archived score {a.score[i]:g}, {a.traj_len[i]} steps — "
+        f"{'VERIFIED' if ok else 'MISMATCH'}: {why}"
+    )
     if args.out:
         import numpy as np
+
         np.save(args.out, actions)
         print(f"actions written to {args.out}")
     return 0 if ok else 1
+
+
+def cmd_demo(args) -> int:
+    from goexplore.export.build import export_demos
+
+    res = export_demos(
+        Path(args.run_dir),
+        Path(args.out),
+        top=args.top,
+        select=args.select,
+        diverse=args.diverse,
+        dataset_id=args.dataset_id,
+        obs=args.obs,
+        state_every=args.state_every,
+        video=args.video,
+    )
+    scores = ", ".join(f"{d['score']:g}" for d in res.demos)
+    lengths = ", ".join(f"{d['length']:,}" for d in res.demos)
+    print(
+        f"dataset {res.dataset_id}: {len(res.demos)} demos, {res.steps_total:,} steps, "
+        f"{res.bytes_total:,} bytes ({res.bytes_total / max(res.steps_total, 1):,.0f} B/step), "
+        f"{res.seconds:.1f}s\n  scores  {scores}\n  lengths {lengths}\n  folder  {res.path}\n"
+        f"load it:\n  MINARI_DATASETS_PATH={res.root.resolve()} python -c "
+        f"\"import minari; ds = minari.load_dataset('{res.dataset_id}')\"\n"
+        f"  or, checked file by file with emulator states: goexplore.export.minari.load_demos("
+        f"'{res.dataset_id}', root='{res.root.resolve()}')"
+    )
+    return 0
 
 
 def cmd_bench(args) -> int:
@@ -210,7 +289,9 @@ def cmd_bench(args) -> int:
 
     problems = []
     if args.env not in game_names():
-        problems.append(f"--env: unknown game {args.env!r}; choose one of: {', '.join(game_names())}")
+        problems.append(
+            f"--env: unknown game {args.env!r}; choose one of: {', '.join(game_names())}"
+        )
     for name in ("n_workers", "frames", "select_cells", "ckpt_cells"):
         if getattr(args, name) < 1:
             problems.append(f"--{name.replace('_', '-')}: must be a positive integer")
@@ -224,25 +305,43 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="goexplore", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="goexplore", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     sub = ap.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="explore (Phase 1) and write a run dir")
     r.add_argument("--env", default=None, help="game (see `goexplore games`; default montezuma)")
-    r.add_argument("--preset", default=None, metavar="NAME",
-                   help="start from a documented bundle of settings (see `goexplore presets`; "
-                        "default reference); the flags below override it")
+    r.add_argument(
+        "--preset",
+        default=None,
+        metavar="NAME",
+        help="start from a documented bundle of settings (see `goexplore presets`; "
+        "default reference); the flags below override it",
+    )
     _add_config_args(r)
-    r.add_argument("--run-dir", default=None, help="where the run lives (default runs/<env>-seed<seed>)")
-    r.add_argument("--resume", default=None, metavar="auto|PATH",
-                   help="continue: 'auto' (this run dir's latest checkpoint, if any), "
-                        "a run dir, or a checkpoint dir")
-    r.add_argument("--fallback", action="store_true",
-                   help="with --resume: if the checkpoint is damaged, continue from the newest "
-                        "intact older one (default: refuse, naming the damaged files)")
-    r.add_argument("--tensorboard", action="store_true",
-                   help="also write the metrics as TensorBoard scalars into RUN_DIR/tb "
-                        "(needs tensorboardX: pip install 'goexplore[tensorboard]')")
+    r.add_argument(
+        "--run-dir", default=None, help="where the run lives (default runs/<env>-seed<seed>)"
+    )
+    r.add_argument(
+        "--resume",
+        default=None,
+        metavar="auto|PATH",
+        help="continue: 'auto' (this run dir's latest checkpoint, if any), "
+        "a run dir, or a checkpoint dir",
+    )
+    r.add_argument(
+        "--fallback",
+        action="store_true",
+        help="with --resume: if the checkpoint is damaged, continue from the newest "
+        "intact older one (default: refuse, naming the damaged files)",
+    )
+    r.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write the metrics as TensorBoard scalars into RUN_DIR/tb "
+        "(needs tensorboardX: pip install 'goexplore[tensorboard]')",
+    )
     r.set_defaults(func=cmd_run)
 
     g = sub.add_parser("games", help="list the supported games")
@@ -252,14 +351,59 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("name", nargs="?", default=None, help="show this preset's settings")
     ps.set_defaults(func=cmd_presets)
 
-    p = sub.add_parser("replay", help="rebuild a cell's trajectory and verify it by replay from reset")
+    p = sub.add_parser(
+        "replay", help="rebuild a cell's trajectory and verify it by replay from reset"
+    )
     p.add_argument("run_dir")
     p.add_argument("--cell", default="best", help="best (default), done, a cell index, or all")
     p.add_argument("--out", default=None, help="also save the actions (.npy)")
     p.set_defaults(func=cmd_replay)
 
-    rp = sub.add_parser("report", help="an HTML report of a run: curves, room map, best "
-                                       "trajectory video, top cells")
+    d = sub.add_parser(
+        "demo",
+        help="export a run's best trajectories as a Minari dataset (replay-verified from reset)",
+    )
+    d.add_argument("run_dir")
+    d.add_argument("--top", type=int, required=True, metavar="K", help="how many demos")
+    d.add_argument(
+        "--select",
+        choices=("done", "best"),
+        default="done",
+        help="done: the best end-of-episode trajectories (default); best: the best cells",
+    )
+    d.add_argument(
+        "--diverse",
+        action="store_true",
+        help="prefer trajectories that share the least of their path with those already picked",
+    )
+    d.add_argument(
+        "--out", required=True, metavar="DIR", help="datasets root (MINARI_DATASETS_PATH)"
+    )
+    d.add_argument(
+        "--dataset-id",
+        default=None,
+        metavar="ID",
+        help="Minari id NAMESPACE/NAME-vN (default goexplore/<game>/<run dir name>-v0)",
+    )
+    d.add_argument(
+        "--obs",
+        choices=("gray84", "rgb"),
+        default="gray84",
+        help="observations: 84x84 grayscale (default) or full RGB frames",
+    )
+    d.add_argument(
+        "--state-every",
+        type=int,
+        default=100,
+        metavar="N",
+        help="store the emulator state every N steps (default 100)",
+    )
+    d.add_argument("--video", action="store_true", help="also write an MP4 per demo")
+    d.set_defaults(func=cmd_demo)
+
+    rp = sub.add_parser(
+        "report", help="an HTML report of a run: curves, room map, best trajectory video, top cells"
+    )
     rp.add_argument("run_dir")
     rp.add_argument("--out", default=None, help="output folder (default RUN_DIR/report)")
     rp.add_argument("--top", type=int, default=10, help="cells in the top-cells table (default 10)")
@@ -267,29 +411,56 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_report)
 
     from goexplore.report.compare import add_parser as add_compare_parser
+
     add_compare_parser(sub)
 
-    v = sub.add_parser("verify", help="check a run dir's integrity: checksums of checkpoints and "
-                                      "log chunks, and every reference between them "
-                                      "(exit 0 intact, 1 damaged)")
+    v = sub.add_parser(
+        "verify",
+        help="check a run dir's integrity: checksums of checkpoints and "
+        "log chunks, and every reference between them "
+        "(exit 0 intact, 1 damaged)",
+    )
     v.add_argument("run_dir")
     v.set_defaults(func=cmd_verify)
 
-    b = sub.add_parser("bench", help="throughput against the bare emulator, master cost, bytes, "
-                                     "memory, selection and checkpoint times (see goexplore.bench)")
+    b = sub.add_parser(
+        "bench",
+        help="throughput against the bare emulator, master cost, bytes, "
+        "memory, selection and checkpoint times (see goexplore.bench)",
+    )
     b.add_argument("--env", default="montezuma", help="game (default montezuma)")
     b.add_argument("--n-workers", type=int, default=2, help="worker processes (default 2)")
-    b.add_argument("--frames", type=int, default=2_000_000,
-                   help="agent steps of the pipeline run (default 2,000,000)")
-    b.add_argument("--segments", type=int, default=None,
-                   help="pipeline segments, with a bare-emulator measurement between each "
-                        "(default: one per 250,000 steps, at most 8)")
-    b.add_argument("--bare-seconds", type=float, default=5.0,
-                   help="seconds of each bare-emulator measurement (default 5)")
-    b.add_argument("--select-cells", type=int, default=100_000,
-                   help="cells of the synthetic archive for the selection timing (default 100,000)")
-    b.add_argument("--ckpt-cells", type=int, default=1_000_000,
-                   help="cells of the synthetic archive checkpointed and resumed (default 1,000,000)")
+    b.add_argument(
+        "--frames",
+        type=int,
+        default=2_000_000,
+        help="agent steps of the pipeline run (default 2,000,000)",
+    )
+    b.add_argument(
+        "--segments",
+        type=int,
+        default=None,
+        help="pipeline segments, with a bare-emulator measurement between each "
+        "(default: one per 250,000 steps, at most 8)",
+    )
+    b.add_argument(
+        "--bare-seconds",
+        type=float,
+        default=5.0,
+        help="seconds of each bare-emulator measurement (default 5)",
+    )
+    b.add_argument(
+        "--select-cells",
+        type=int,
+        default=100_000,
+        help="cells of the synthetic archive for the selection timing (default 100,000)",
+    )
+    b.add_argument(
+        "--ckpt-cells",
+        type=int,
+        default=1_000_000,
+        help="cells of the synthetic archive checkpointed and resumed (default 1,000,000)",
+    )
     b.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON")
     b.set_defaults(func=cmd_bench)
     return ap
