@@ -46,7 +46,7 @@ import numpy as np
 
 from goexplore.cells import DONE_KEY
 from goexplore.errors import CheckpointError
-from goexplore.explore import EpisodeResult, ViewDelta
+from goexplore.wire import EpisodeResult, ViewDelta
 from goexplore.selection import PlaceTerms, SelectionParams, cell_weights
 
 # name -> dtype of the per-cell arrays (the first ones are the checkpoint format)

@@ -277,14 +277,14 @@ def _segments(p, frames, segments, measure_bare, log, cores, bare, par, arch) ->
         target = frames * (k + 1) // segments
         p.cfg = p.cfg.replace(total_frames=target)
         meter = _Meter()
-        b0, f0 = p.bytes_received, p.frames
-        k0 = dict(p.backend_counters)
+        b0, f0 = p.counters.bytes_received, p.frames
+        k0 = p.counters.as_dict()
         c0, w0 = time.process_time(), time.perf_counter()
         p.run(on_progress=meter)
         run_cpu += time.process_time() - c0
         seg_wall = time.perf_counter() - w0
         run_wall += seg_wall
-        dk = {key: v - k0.get(key, 0) for key, v in p.backend_counters.items()}
+        dk = {key: v - k0.get(key, 0) for key, v in p.counters.as_dict().items()}
         idle = dk.get("tail_idle_s", 0) + p.cfg.n_workers * dk.get("between_batches_s", 0)
         tail_idle += dk.get("tail_idle_s", 0)
         between += dk.get("between_batches_s", 0)
@@ -298,7 +298,7 @@ def _segments(p, frames, segments, measure_bare, log, cores, bare, par, arch) ->
                 "steps": s,
                 "steps_per_s": s / w if w else None,
                 "master_cpu_us_per_step": 1e6 * c / s if s else None,
-                "bytes_per_step": (p.bytes_received - b0) / max(p.frames - f0, 1),
+                "bytes_per_step": (p.counters.bytes_received - b0) / max(p.frames - f0, 1),
                 "worker_idle_share": idle / (p.cfg.n_workers * seg_wall),
                 "bare_before": bare[-2],
                 "bare_after": bare[-1],
@@ -343,7 +343,7 @@ def synthetic_archive(
     counters and random state blobs of about ``state_bytes`` (a dictionary-
     compressed ALE state is ~100-120 bytes)."""
     from goexplore.archive import Archive
-    from goexplore.explore import DONE_KEY
+    from goexplore.cells import DONE_KEY
 
     rng = np.random.default_rng(seed)
     keys = rng.integers(0, 9, (n, key_size), dtype=np.uint8)
@@ -641,7 +641,7 @@ def run_bench(
         "master_cpu_us_per_step": 1e6 * cpu / steps,
         # including each segment's worker start-up and the batches the span leaves out
         "master_cpu_us_per_step_whole_run": 1e6 * pipe["run_cpu"] / max(p.frames, 1),
-        "worker_to_master_bytes_per_step": p.bytes_received / max(p.frames, 1),
+        "worker_to_master_bytes_per_step": p.counters.bytes_received / max(p.frames, 1),
         "archive_cells": pipe["cells"],
         "archive_bytes_per_cell": sum(mem.values()) / max(pipe["cells"], 1),
         "archive_memory_bytes": mem,

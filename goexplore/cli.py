@@ -197,7 +197,7 @@ def cmd_games(args) -> int:
 
 def cmd_replay(args) -> int:
     from goexplore.demos import verify_cell
-    from goexplore.explore import DONE_KEY
+    from goexplore.cells import DONE_KEY
     from goexplore.phase1 import load_run
 
     phase1 = load_run(Path(args.run_dir))

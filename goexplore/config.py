@@ -18,6 +18,7 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 
 
 EPISODE_ENDS = ("life", "game")
+BACKENDS = ("processes", "ray")  # goexplore.backends.base.REGISTRY, less the inline one
 COUNT_WEIGHTS = ("seen_weight", "chosen_weight", "since_new_weight", "steps_weight")
 WEIGHTS = COUNT_WEIGHTS + (
     "seen_power",
@@ -38,7 +39,13 @@ class Config:
     total_frames: int = _f(
         5_000_000, "budget in agent steps executed by workers (x4 emulator frames)"
     )
-    n_workers: int = _f(1, "worker processes (1 explores in-process)")
+    n_workers: int = _f(1, "workers (processes backend: 1 explores in-process)")
+    backend: str = _f(
+        "processes", "where workers run: processes (this machine) or ray (a Ray cluster)"
+    )
+    ray_address: str = _f(
+        "", "with --backend ray: 'auto' or HOST:PORT joins a running cluster; '' starts Ray here"
+    )
     batch_cells: int = _f(100, "cells sampled (with replacement) per batch")
     explore_steps: int = _f(100, "max agent steps per exploration episode")
     action_repeat_p: float = _f(0.95, "probability of keeping the current random action")
@@ -88,7 +95,14 @@ class Config:
     explog_chunk: int = _f(1 << 22, "experience-log entries per on-disk chunk")
 
     # fields that may differ between a run and its resumption
-    RESUMABLE = ("total_frames", "n_workers", "ckpt_every", "log_every_batches")
+    RESUMABLE = (
+        "total_frames",
+        "n_workers",
+        "backend",
+        "ray_address",
+        "ckpt_every",
+        "log_every_batches",
+    )
 
     def problems(self) -> list[str]:
         from goexplore.envs import game_names
@@ -119,6 +133,10 @@ class Config:
             )
         if self.ckpt_every < 0:
             p.append(f"ckpt-every: must be >= 0, got {self.ckpt_every}")
+        if self.backend not in BACKENDS:
+            p.append(f"backend: must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        elif self.ray_address and self.backend != "ray":
+            p.append("ray-address: only with --backend ray")
         p += self._cell_problems()
         if self.episode_end not in EPISODE_ENDS:
             p.append(

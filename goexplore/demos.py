@@ -89,7 +89,7 @@ def verify_archive(
     replay produced (never an archived one). A key is computed from the
     previous step's key (which holds any context the representation carries).
     Returns (steps played, failures)."""
-    from goexplore.explore import DONE_KEY
+    from goexplore.cells import DONE_KEY
 
     targets: dict[int, list[int]] = {}
     for i in range(archive.n):

@@ -17,14 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from goexplore.archive import Archive
-from goexplore.backends import WorkerSpec, make_backend
+from goexplore.backends import Counters, WorkerSpec, make_backend
 from goexplore.codec import MAX_SAMPLES, TRAIN_AT, StateCodec, train_model
 from goexplore.config import Config
 from goexplore.demos import verify_cell
 from goexplore.envs import make_env
 from goexplore.errors import CheckpointError
 from goexplore.explog import ExperienceLog
-from goexplore.explore import DONE_KEY, Task
+from goexplore.cells import DONE_KEY
+from goexplore.wire import Task
 from goexplore.selection import SelectionParams
 from goexplore.store import RunDir, adopt_chunks, read_checkpoint
 
@@ -47,6 +48,7 @@ class Progress:
     since_ckpt_s: float | None
     logged: bool = True  # a metrics row was written at this batch (else an in-between update)
     level: int | None = None  # highest level of an archived cell (None: the game has no levels)
+    workers_lost: int = 0  # workers that died (and were replaced) in this process
 
 
 class Phase1:
@@ -69,8 +71,8 @@ class Phase1:
         self.batch = 0
         self.last_ckpt_frames = 0
         self.last_ckpt_time: float | None = None
-        self.bytes_received = 0
-        self.backend_counters: dict[str, float] = {}  # summed over runs (see goexplore.bench)
+        self.counters = Counters()  # the backends' own, summed over this process's runs
+        self._backend = None  # while running
 
     def _archive_args(self) -> dict:
         li = self.fact_names.index(self.level_fact) if self.level_fact else None
@@ -102,11 +104,14 @@ class Phase1:
         env.close()
 
     # --- the loop -------------------------------------------------------------------
-    def run(self, on_progress=None, should_stop=lambda: False) -> bool:
+    def run(self, on_progress=None, should_stop=lambda: False, notify=None) -> bool:
         """Explore until the budget is spent (True) or ``should_stop()`` at a
-        batch boundary (False)."""
+        batch boundary (False). ``notify(line)`` hears of worker faults."""
         cfg, archive, explog, rng = self.cfg, self.archive, self.explog, self.rng
-        backend = make_backend(self.spec, cfg.n_workers)
+        options = {"address": cfg.ray_address or None} if cfg.backend == "ray" else {}
+        backend = self._backend = make_backend(
+            cfg.backend, self.spec, cfg.n_workers, notify, **options
+        )
         backend.start(archive.full_view(), self.codec.dictionary, view_fn=archive.full_view)
         archive.views_synced()
         t0, f0 = time.perf_counter(), self.frames
@@ -156,10 +161,9 @@ class Phase1:
                 ):
                     self.checkpoint()
         finally:
-            self.bytes_received += backend.bytes_received
-            for k in ("bytes_sent", "messages", "between_batches_s", "tail_idle_s"):
-                self.backend_counters[k] = self.backend_counters.get(k, 0) + getattr(backend, k, 0)
             backend.close()
+            self.counters.add(backend.counters)
+            self._backend = None
         return True
 
     def train_codec(self, backend=None) -> None:
@@ -196,7 +200,14 @@ class Phase1:
             since,
             logged,
             a.max_level_reached,
+            self.workers_lost,
         )
+
+    @property
+    def workers_lost(self) -> int:
+        """Workers that died (and were replaced) in this process, the running backend's too."""
+        live = self._backend.counters.workers_lost if self._backend is not None else 0
+        return self.counters.workers_lost + live
 
     def log_metrics(self, steps_per_s: float) -> None:
         a = self.archive

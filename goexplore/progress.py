@@ -57,7 +57,14 @@ def plain_line(p, since_ckpt: float | None = None) -> str:
         f"ETA {fmt_duration(eta_s(p))}  cells {p.cells:,}{_place(p)}  "
         f"best {_score(p.best_done)}  max {_score(p.max_score)}  "
         f"ckpt {fmt_duration(since)}{' ago' if since is not None else ''}  batch {p.batch:,}"
+        f"{_lost(p)}"
     )
+
+
+def _lost(p) -> str:
+    """'  workers lost N' once a worker has died (its tasks ran again elsewhere)."""
+    n = getattr(p, "workers_lost", 0)
+    return f"  workers lost {n}" if n else ""
 
 
 class ProgressReporter:
@@ -170,6 +177,7 @@ class ProgressReporter:
             "  last checkpoint ",
             (fmt_duration(since) + (" ago" if since is not None else ""), "bold"),
             f"  batch {p.batch:,}",
+            *(("  workers lost ", (f"{p.workers_lost}", "bold red")) if _lost(p) else ()),
             style=None,
         )
         return Group(grid, stats)

@@ -200,7 +200,9 @@ def execute(phase1: Phase1, on_progress=None, log=print) -> dict | None:
     how = resume_command(phase1.cfg, rd)
     with _StopFlag() as flag:  # covers everything: a late Ctrl-C is handled too
         try:
-            finished = phase1.run(on_progress=on_progress, should_stop=lambda: flag.stop)
+            finished = phase1.run(
+                on_progress=on_progress, should_stop=lambda: flag.stop, notify=log
+            )
             ckpt = _final_checkpoint(phase1)
             if not finished:
                 log(

@@ -19,7 +19,7 @@ FIDELITY_ENV, FIDELITY_SEED, FIDELITY_FRAMES = "montezuma", 0, 66_056
 
 def archive_table(phase1) -> dict:
     """Our final state in the reference harness's JSON layout."""
-    from goexplore.explore import DONE_KEY
+    from goexplore.cells import DONE_KEY
 
     a = phase1.archive
     cells = []

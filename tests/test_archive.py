@@ -17,8 +17,13 @@ from hypothesis import strategies as st
 
 from goexplore.archive import Archive
 from goexplore.bench import reference_sample, synthetic_archive
+from goexplore.cells import DONE_KEY, make_cells
+from goexplore.codec import StateCodec
+from goexplore.config import Config
+from goexplore.envs import make_env
 from goexplore.errors import CheckpointError
-from goexplore.explore import DONE_KEY, EpisodeResult, Task, WorkerView, explore
+from goexplore.explore import explore
+from goexplore.wire import EpisodeResult, Task, WorkerView
 
 KEY_SIZE, N_FACTS = 6, 2
 
@@ -375,79 +380,83 @@ def test_keys_with_big_values_leave_nibble_packing():
     assert [b.lookup(k) for k in small + [big]] == list(range(11))
 
 
-def test_several_results_in_one_message():
-    from goexplore.explore import decode_results, encode_results
+def _raw(**values) -> dict:
+    """An episode result with every schema field empty except ``values``."""
+    from goexplore.wire import EPISODE
 
-    # (index, actions, done, final, rew_t, rew_v, seen, seen_steps, rooms, cand_ids,
-    #  cand_steps, cand_t, cand_first, cand_score, cand_lives, cand_facts, states, new_keys)
+    raw = {f.name: (0 if f.size == "episode" else []) for f in EPISODE}
+    raw.update(actions=bytearray(), done=False, final_score=0.0)
+    raw.update(values)
+    return raw
+
+
+def test_several_results_in_one_message():
+    from goexplore.wire import EPISODE, decode_results, encode_results
+
     raws = [
-        (
-            4,
-            bytearray([1, 1, 2]),
-            True,
-            7.0,
-            [1],
-            [7.0],
-            [3, 9],
-            [2, 1],
-            [0, 2],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
+        _raw(
+            index=4,
+            actions=bytearray([1, 1, 2]),
+            done=True,
+            final_score=7.0,
+            rew_t=[1],
+            rew_v=[7.0],
+            seen_ids=[3, 9],
+            seen_steps=[2, 1],
+            rooms=[0, 2],
         ),
-        (
-            5,
-            bytearray([0] * 5),
-            False,
-            0.0,
-            [],
-            [],
-            [],
-            [],
-            [1],
-            [-1, 4],
-            [3, 2],
-            [2, 3],
-            [True, False],
-            [1.5, 2.0],
-            [3, 2],
-            [(1, 2), (3, 4)],
-            [b"s1", b"state2"],
-            [b"k" * KEY_SIZE],
+        _raw(
+            index=5,
+            actions=bytearray([0] * 5),
+            rooms=[1],
+            cand_ids=[-1, 4],
+            cand_steps=[3, 2],
+            cand_t=[2, 3],
+            cand_first=[True, False],
+            cand_score=[1.5, 2.0],
+            cand_lives=[3, 2],
+            cand_facts=[(1, 2), (3, 4)],
+            cand_states=[b"s1", b"state2"],
+            new_keys=[b"k" * KEY_SIZE],
         ),
-        (
-            6,
-            bytearray(),
-            False,
-            0.0,
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [b"", b"x"],
-        ),
+        _raw(index=6, new_keys=[b"", b"x"]),
     ]
     got = decode_results(encode_results(raws, 2))
-    assert [r.raw()[0] for r in got] == [4, 5, 6]
+    assert [r.index for r in got] == [4, 5, 6]
     for r, raw in zip(got, raws):
         back = r.raw()
-        assert back[1] == bytes(raw[1]) and back[2:] == raw[2:]
-        assert r.n == len(raw[1])
+        assert set(back) == {f.name for f in EPISODE}
+        for name, want in raw.items():
+            want = bytes(want) if name == "actions" else want
+            assert back[name] == want, name
+        assert r.n == len(raw["actions"])
+    # one result round-trips alone as well
+    assert decode_results(got[1].encode())[0].raw() == got[1].raw()
+
+
+def test_the_schema_drives_the_wire():
+    """Every field the worker produces is in the schema and survives the wire;
+    a field missing from a raw result is an error, not a silent zero."""
+    from goexplore.explore import explore_raw
+    from goexplore.wire import EPISODE, decode_results, encode_results
+
+    cfg = Config(env="toy", seed=1)
+    env, cells = make_env("toy"), make_cells(cfg)
+    env.reset()
+    task = Task(0, StateCodec().compress(env.clone_state()), env.lives(), 0.0, 0, 7, 100)
+    raw = explore_raw(env, cells, StateCodec(), WorkerView(), task, 0.95)
+    assert list(raw) == [f.name for f in EPISODE]
+    (res,) = decode_results(encode_results([raw], len(env.fact_names)))
+    back = res.raw()
+    for name, want in raw.items():
+        if name == "actions":
+            want = bytes(want)
+        elif name == "cand_facts":
+            want = [tuple(f) for f in want]
+        assert back[name] == want, name
+    del raw["rooms"]
+    with pytest.raises(KeyError, match="rooms"):
+        encode_results([raw], len(env.fact_names))
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 100, 101])
@@ -459,3 +468,13 @@ def test_task_seeds_drawn_at_once_equal_one_call_per_task(n):
         a.random(n), b.random(n)
         assert [int(a.integers(2**31)) for _ in range(n)] == b.integers(2**31, size=n).tolist()
         assert a.bit_generator.state == b.bit_generator.state
+
+
+def test_results_of_a_game_without_facts_cross_the_wire():
+    from goexplore.wire import decode_results, encode_results
+
+    raw = _raw(index=1, actions=bytearray([2, 3]), cand_ids=[-1], cand_steps=[2], cand_t=[1],
+               cand_first=[True], cand_score=[5.0], cand_lives=[3], cand_facts=[()],
+               cand_states=[b"s"], new_keys=[b"k"])  # fmt: skip
+    (res,) = decode_results(encode_results([raw], 0))
+    assert res.cand_facts.shape == (1, 0) and res.raw()["cand_facts"] == [()]

@@ -7,7 +7,7 @@ import pytest
 from conftest import run_ours
 
 from goexplore.demos import verify_archive, verify_cell
-from goexplore.explore import DONE_KEY
+from goexplore.cells import DONE_KEY
 
 
 def _verify_all(p):

@@ -122,3 +122,34 @@ def test_workers_that_keep_dying_are_given_up_on(tmp_path, monkeypatch, respawns
     assert 1 <= len(respawns) <= processes.MAX_RESPAWNS + 1
     assert time.time() - t0 < 120
     assert not wait_gone(children(os.getpid()) - before, 10)
+
+
+def test_the_user_is_told_which_worker_died_and_which_tasks_ran_again(tmp_path):
+    """On the log and the progress line, through the CLI, and the run's result
+    is still the undisturbed one's."""
+    args = run_args(tmp_path / "run", env="toy", seed=4, frames=FRAMES, workers=2, resume=False)
+    r = cli(
+        args,
+        GOEXPLORE_TEST_KILL_AT="task:7",
+        GOEXPLORE_TEST_ONCE=str(tmp_path / "fired"),
+    )
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "fired").exists(), "the fault was not injected"
+    import re
+
+    told = re.findall(
+        r"worker (\d) \(pid \d+\) died \(exit code -9\); re-running its (\d+) unfinished "
+        r"task\(s\) of this batch \(tasks? ([\d, -]+)\) on a new worker (\d)",
+        r.stdout,
+    )
+    assert len(told) == 1, r.stdout[-2000:]
+    slot, n, which, new_slot = told[0]
+    assert slot == new_slot and int(n) >= 1
+    ids = []
+    for part in which.split(", "):
+        lo, _, hi = part.partition("-")
+        ids += range(int(lo), int(hi or lo) + 1)
+    assert len(ids) == int(n) and all(0 <= i < 100 for i in ids)  # tasks of a 100-cell batch
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("steps ")]
+    assert lines and "workers lost 1" in lines[-1]
+    assert "workers lost" not in lines[0] or "batch 1 " in lines[0]

@@ -1,18 +1,9 @@
-"""Where exploration episodes run: in-process, or in worker processes."""
+"""Where exploration episodes run: in-process, in worker processes (see
+:mod:`goexplore.backends.base` for the protocol every backend implements)."""
 
 from __future__ import annotations
 
+from goexplore.backends.base import REGISTRY, Backend, Counters, backend_names, make_backend
 from goexplore.backends.worker import WorkerSpec
 
-
-def make_backend(spec: WorkerSpec, n_workers: int):
-    if n_workers <= 1:
-        from goexplore.backends.inline import InlineBackend
-
-        return InlineBackend(spec)
-    from goexplore.backends.processes import ProcessBackend
-
-    return ProcessBackend(spec, n_workers)
-
-
-__all__ = ["make_backend", "WorkerSpec"]
+__all__ = ["REGISTRY", "Backend", "Counters", "WorkerSpec", "backend_names", "make_backend"]

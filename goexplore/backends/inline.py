@@ -3,22 +3,25 @@ and debugging use. Same worker code as the process backend."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from goexplore.backends.base import Counters, Notify
 from goexplore.backends.worker import Worker, WorkerSpec
-from goexplore.explore import EpisodeResult, Task, ViewDelta
+from goexplore.wire import EpisodeResult, Task, ViewDelta
 
 
 class InlineBackend:
-    n_workers = 1
-
-    def __init__(self, spec: WorkerSpec):
+    def __init__(self, spec: WorkerSpec, n_workers: int = 1, notify: Notify | None = None):
+        self.n_workers = 1
         self.worker = Worker(spec)
-        self.bytes_received = 0  # nothing crosses a process boundary
-        self.bytes_sent = 0
-        self.messages = 0
+        self.counters = Counters()  # nothing crosses a process boundary
 
-    def start(self, full_view: ViewDelta, dictionary: bytes | None = None, view_fn=None) -> None:
+    def start(
+        self,
+        full_view: ViewDelta,
+        dictionary: bytes | None = None,
+        view_fn: Callable[[], ViewDelta] | None = None,
+    ) -> None:
         self.worker.view.apply(full_view)
         self.worker.set_codec(dictionary)
 

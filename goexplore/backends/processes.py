@@ -12,8 +12,9 @@ reference does whatever finishes first.
 
 A worker that dies (killed by the OOM killer, say) is replaced: the new one
 gets the current archive view and re-runs the dead one's tasks from their own
-seeds, which gives identical results. A worker that raises sends its
-traceback, which is re-raised in the master as :class:`WorkerError`.
+seeds, which gives identical results; the user is told which worker died and
+which tasks ran again. A worker that raises sends its traceback, which is
+re-raised in the master as :class:`WorkerError`.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from collections import deque
 from collections.abc import Iterator
 
 from goexplore import testhooks
+from goexplore.backends.base import Counters, Notify
 from goexplore.backends.worker import Worker, WorkerSpec
 from goexplore.errors import WorkerError
-from goexplore.explore import EpisodeResult, Task, ViewDelta, decode_results
+from goexplore.wire import EpisodeResult, Task, ViewDelta, decode_results
 
 MAX_RESPAWNS = 32
 MAX_CHUNK = 12  # tasks per message ...
@@ -81,7 +83,8 @@ def _worker_main(conn, spec: WorkerSpec) -> None:
 
 
 class _Proc:
-    def __init__(self, ctx, spec):
+    def __init__(self, ctx, spec, slot: int):
+        self.slot = slot  # the worker's number, kept by its replacement
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, spec), daemon=True)
         self.proc.start()
@@ -99,17 +102,14 @@ class _Proc:
 
 
 class ProcessBackend:
-    def __init__(self, spec: WorkerSpec, n_workers: int):
+    def __init__(self, spec: WorkerSpec, n_workers: int, notify: Notify | None = None):
         self.spec, self.n_workers = spec, n_workers
+        self.notify = notify or (lambda msg: None)
         self._ctx = mp.get_context("spawn")
         self.procs: list[_Proc] = []
-        self.bytes_received = 0  # worker -> master, all results
-        self.bytes_sent = 0  # master -> workers: views, tasks
-        self.messages = 0
-        # where workers wait (seconds): between batches (all of them; the master samples,
-        # applies the last results, sends views), and at a batch's tail (one has nothing left)
-        self.between_batches_s = 0.0
-        self.tail_idle_s = 0.0
+        # where workers wait (seconds) is counted too: between batches (all of them; the
+        # master samples, applies the last results, sends views), and at a batch's tail
+        self.counters = Counters()
         self._all_in = None
         self.respawns = 0
         self._deaths_in_a_row = 0
@@ -119,10 +119,10 @@ class ProcessBackend:
     def start(self, full_view: ViewDelta, dictionary: bytes | None = None, view_fn=None) -> None:
         """``view_fn()`` gives the master's current view (for replacements)."""
         self._dictionary, self._view_fn = dictionary, view_fn
-        self.procs = [self._spawn(full_view) for _ in range(self.n_workers)]
+        self.procs = [self._spawn(full_view, slot) for slot in range(self.n_workers)]
 
-    def _spawn(self, view: ViewDelta) -> _Proc:
-        p = _Proc(self._ctx, self.spec)
+    def _spawn(self, view: ViewDelta, slot: int) -> _Proc:
+        p = _Proc(self._ctx, self.spec, slot)
         p.send(_VIEW + view.encode())
         if self._dictionary is not None:
             p.send(_CODEC + self._dictionary)
@@ -134,13 +134,14 @@ class ProcessBackend:
             p.send(_CODEC + (dictionary or b""))  # a dead worker's replacement gets it at spawn
 
     def run_batch(self, delta: ViewDelta, tasks: list[Task]) -> Iterator[EpisodeResult]:
+        c = self.counters
         if self._all_in is not None:
-            self.between_batches_s += time.perf_counter() - self._all_in
+            c.between_batches_s += time.perf_counter() - self._all_in
             self._all_in = None
         msg = _VIEW + delta.encode()
         for p in self.procs:
             p.send(msg)  # a dead worker is found below; its replacement gets the current view
-            self.bytes_sent += len(msg)
+            c.bytes_sent += len(msg)
         todo = deque(tasks)
         idle_since: dict[_Proc, float] = {}
         done: dict[int, EpisodeResult] = {}
@@ -163,7 +164,7 @@ class ProcessBackend:
                     size += len(b)
                 p.chunks.append(len(parts) - 1)
                 p.send(b"".join(parts))
-                self.bytes_sent += size
+                c.bytes_sent += size
 
         for p in self.procs:
             feed(p)
@@ -186,7 +187,7 @@ class ProcessBackend:
                             now = idle_since[p] = time.perf_counter()
                             if len(idle_since) == len(self.procs):  # all answered
                                 self._all_in = now
-                                self.tail_idle_s += sum(now - t for t in idle_since.values())
+                                c.tail_idle_s += sum(now - t for t in idle_since.values())
                         continue
                     except (EOFError, OSError):
                         p.proc.join(timeout=5)
@@ -219,8 +220,8 @@ class ProcessBackend:
             idx, tb = json.loads(msg[1:])
             self.close()
             raise WorkerError(f"worker failed on task {idx}:\n{tb}")
-        self.bytes_received += len(msg)
-        self.messages += 1
+        self.counters.bytes_received += len(msg)
+        self.counters.messages += 1
         for res in decode_results(memoryview(msg)[1:]):
             expected = p.tasks.popleft()
             if res.index != expected.index:
@@ -241,9 +242,21 @@ class ProcessBackend:
                 "giving up — check memory (OOM killer) and the system log"
             )
         p.proc.join(timeout=1)
+        rerun = [t.index for t in p.tasks]
+        self.counters.workers_lost += 1
+        self.counters.tasks_rerun += len(rerun)
+        self.notify(
+            f"worker {p.slot} (pid {p.proc.pid}) died (exit code {p.proc.exitcode}); "
+            + (
+                f"re-running its {len(rerun)} unfinished task(s) of this batch "
+                f"({_ranges(rerun)}) on a new worker {p.slot}"
+                if rerun
+                else f"it had no unfinished task; started a new worker {p.slot}"
+            )
+        )
         todo.extendleft(reversed(p.tasks))  # re-run its tasks first, in order
         self.procs.remove(p)
-        self.procs.append(self._spawn(self._view_fn()))
+        self.procs.append(self._spawn(self._view_fn(), p.slot))
 
     def close(self) -> None:
         for p in self.procs:
@@ -254,3 +267,16 @@ class ProcessBackend:
                 p.proc.kill()
                 p.proc.join()
         self.procs = []
+
+
+def _ranges(ids: list[int]) -> str:
+    """'tasks 3-5, 9' for [3, 4, 5, 9]."""
+    out, start, prev = [], None, None
+    for i in [*ids, None]:
+        if start is not None and (i is None or i != prev + 1):
+            out.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = None
+        if i is not None and start is None:
+            start = i
+        prev = i
+    return ("task " if len(ids) == 1 else "tasks ") + ", ".join(out)

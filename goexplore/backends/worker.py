@@ -9,14 +9,8 @@ from goexplore.cells import make_cells
 from goexplore.codec import StateCodec
 from goexplore.config import Config
 from goexplore.envs import make_env
-from goexplore.explore import (
-    EpisodeResult,
-    Task,
-    WorkerView,
-    decode_results,
-    encode_results,
-    explore_raw,
-)
+from goexplore.explore import explore_raw
+from goexplore.wire import EpisodeResult, Task, WorkerView, decode_results, encode_results
 
 
 @dataclass(frozen=True)
@@ -56,8 +50,8 @@ class Worker:
     def set_codec(self, dictionary: bytes | None) -> None:
         self.codec = StateCodec(dictionary)
 
-    def run_raw(self, task: Task) -> tuple:
-        """Explore one task; the result as Python lists (see explore.encode_results)."""
+    def run_raw(self, task: Task) -> dict:
+        """Explore one task; the result as plain Python values (see wire.encode_results)."""
         return explore_raw(
             self.env,
             self.cells,
@@ -68,7 +62,7 @@ class Worker:
             self.spec.end_on_life,
         )
 
-    def encode(self, raws: list[tuple]) -> bytes:
+    def encode(self, raws: list[dict]) -> bytes:
         return encode_results(raws, len(self.env.fact_names))
 
     def run(self, task: Task) -> EpisodeResult:
