@@ -17,7 +17,7 @@ PRESET  ?= montezuma-dk
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,ray]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
