@@ -25,12 +25,23 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def _workers(text: str) -> int:
+    if text.strip().lower() == "auto":
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or auto, got {text!r}") from None
+
+
 def _add_config_args(p: argparse.ArgumentParser) -> None:
     for f in fields(Config):
         if f.name in ("env", "preset"):
             continue
         kind = _bool if isinstance(f.default, bool) else type(f.default)
+        kind = _workers if f.name == "n_workers" else kind
         shown = f"{f.default:,}" if type(f.default) is int else f"{f.default}"
+        shown = "auto" if f.name == "n_workers" else shown
         p.add_argument(
             "--" + f.name.replace("_", "-"),
             type=kind,
@@ -79,7 +90,8 @@ def cmd_run(args) -> int:
     where = f"resumed from {ckpt}" if ckpt else "fresh start"
     print(
         f"goexplore run: {cfg.env}  preset {cfg.preset}  seed {cfg.seed}  budget "
-        f"{cfg.total_frames:,} agent steps  workers {cfg.n_workers}  run dir {run_dir}  "
+        f"{cfg.total_frames:,} agent steps  workers {cfg.n_workers or 'auto'}  "
+        f"backend {cfg.backend}  run dir {run_dir}  "
         f"({where})",
         flush=True,
     )

@@ -39,7 +39,11 @@ class Config:
     total_frames: int = _f(
         5_000_000, "budget in agent steps executed by workers (x4 emulator frames)"
     )
-    n_workers: int = _f(1, "workers (processes backend: 1 explores in-process)")
+    n_workers: int = _f(
+        0,
+        "workers; 0 or auto: this machine's cores (processes), the cluster's CPUs (ray); "
+        "1 explores in-process; results never depend on it",
+    )
     backend: str = _f(
         "processes", "where workers run: processes (this machine) or ray (a Ray cluster)"
     )
@@ -112,9 +116,10 @@ class Config:
             p.append(f"env: unknown game {self.env!r}; choose one of: {', '.join(game_names())}")
         if not 0 <= self.seed < 2**63:
             p.append(f"seed: must be in 0 .. 2**63-1, got {self.seed}")
+        if not isinstance(self.n_workers, int) or self.n_workers < 0:
+            p.append(f"n-workers: must be a positive integer or 0 (auto), got {self.n_workers!r}")
         for name in (
             "total_frames",
-            "n_workers",
             "batch_cells",
             "explore_steps",
             "cell_width",

@@ -114,6 +114,9 @@ class Phase1:
         )
         backend.start(archive.full_view(), self.codec.dictionary, view_fn=archive.full_view)
         archive.views_synced()
+        if cfg.n_workers == 0 and notify is not None:
+            where = "the cluster's CPUs" if cfg.backend == "ray" else "this machine's cores"
+            notify(f"workers: auto = {backend.n_workers} ({where})")
         t0, f0 = time.perf_counter(), self.frames
         context = self.cells.needs_context
         try:

@@ -59,13 +59,19 @@ def test_unknown_game_lists_choices(tmp_path, capsys):
     [
         ("--total-frames", "0", "total-frames: must be a positive integer"),
         ("--total-frames", "-5", "total-frames: must be a positive integer"),
-        ("--n-workers", "0", "n-workers: must be a positive integer"),
+        ("--n-workers", "-1", "n-workers: must be a positive integer or 0 (auto)"),
     ],
 )
 def test_non_positive_budget_or_workers(tmp_path, capsys, flag, value, expect):
     code, out = _run(capsys, "run", "--env", "toy", flag, value, "--run-dir", str(tmp_path / "x"))
     assert code == 2 and expect in out
     assert not (tmp_path / "x").exists()
+
+
+def test_workers_must_be_a_number_or_auto(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--env", "toy", "--n-workers", "many"])
+    assert e.value.code == 2 and "expected a number or auto, got 'many'" in capsys.readouterr().err
 
 
 def test_all_problems_reported_at_once(tmp_path, capsys):
@@ -206,3 +212,20 @@ def test_games_lists_all():
     ):
         assert g in out
     assert "ALE/MontezumaRevenge-v5" in out
+
+
+def test_auto_workers_are_this_machines_cores(tmp_path):
+    """--n-workers auto (the default): the process backend uses the cores this
+    process may run on, says so, and the result is the one-worker run's."""
+    from runutil import cli, final_json, run_args
+
+    from goexplore.backends.base import local_cores
+
+    one, auto = tmp_path / "one", tmp_path / "auto"
+    assert cli(run_args(one, frames=8_000, workers=1, resume=False)).returncode == 0
+    args = [a for a in run_args(auto, frames=8_000, workers=1, resume=False)]
+    args[args.index("--n-workers") + 1] = "auto"
+    r = cli(args)
+    assert r.returncode == 0, r.stderr
+    assert f"workers: auto = {local_cores()} (this machine's cores)" in r.stdout
+    assert final_json(auto) == final_json(one)

@@ -13,6 +13,7 @@ plus one line in :data:`REGISTRY`.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import Protocol, runtime_checkable
@@ -80,11 +81,22 @@ def backend_names() -> list[str]:
     return list(REGISTRY)
 
 
+def local_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def make_backend(
     name: str, spec: WorkerSpec, n_workers: int, notify: Notify | None = None, **options
 ) -> Backend:
-    """The backend ``name`` with ``n_workers`` workers. ``processes`` with one
-    worker runs in-process (``inline``): the same results, no process to feed."""
+    """The backend ``name`` with ``n_workers`` workers (0: auto, the backend's
+    own count of CPUs). ``processes`` with one worker runs in-process
+    (``inline``): the same results, no process to feed."""
+    if name == "processes" and n_workers == 0:
+        n_workers = local_cores()
     if name == "processes" and n_workers <= 1:
         name = "inline"
     try:

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from goexplore import testhooks
-from goexplore.backends.base import Counters, Notify
+from goexplore.backends.base import Counters, Notify, local_cores
 from goexplore.backends.processes import MAX_CHUNK, MAX_RESPAWNS, _ranges
 from goexplore.backends.worker import Worker, WorkerSpec
 from goexplore.errors import GoExploreError, WorkerError
@@ -87,7 +87,7 @@ class RayBackend:
         notify: Notify | None = None,
         address: str | None = None,
     ):
-        self.spec, self.n_workers = spec, max(1, n_workers)
+        self.spec, self.n_workers = spec, n_workers  # 0: one per CPU of the cluster
         self.notify = notify or (lambda msg: None)
         self.address = address or None
         self.counters = Counters()
@@ -108,7 +108,10 @@ class RayBackend:
         ray = _ray()
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         if not ray.is_initialized():
-            kw = {"address": self.address} if self.address else {"num_cpus": self.n_workers}
+            if self.address:
+                kw = {"address": self.address}
+            else:  # a local Ray: one CPU per worker (auto: the machine's cores)
+                kw = {"num_cpus": self.n_workers or local_cores()}
             try:
                 ray.init(
                     **kw,
@@ -123,6 +126,8 @@ class RayBackend:
                 ) from None
             self._started_ray = True
         cpus = ray.cluster_resources().get("CPU", 0)
+        if self.n_workers == 0:
+            self.n_workers = max(1, int(cpus))
         if cpus < self.n_workers:
             self.close()
             raise GoExploreError(
