@@ -33,6 +33,7 @@ def in_netns(script: str, timeout=600, **env) -> subprocess.CompletedProcess:
     """``script`` (sh) in a fresh network namespace with only loopback up."""
     e = cli_env(**env)
     e["RAY_USAGE_STATS_ENABLED"] = "0"
+    e["RAY_worker_niceness"] = "0"  # `ray start` nodes too (see goexplore/backends/ray.py)
     return subprocess.run(
         ["unshare", "--net", "sh", "-c", "ip link set lo up && " + script],
         capture_output=True,
