@@ -18,8 +18,8 @@ Two steps, no emulator in the second:
 Figures: barrier efficiency (worker time spent on episodes / N x wall time),
 the master's CPU per agent step, and its utilisation.
 
-    python benchmarks/scaling_sim.py record --batch-cells 1000 --frames 300000 --out /tmp/rec1000.npz
-    python benchmarks/scaling_sim.py simulate /tmp/rec100.npz /tmp/rec1000.npz --workers 8 32 128 512
+    python benchmarks/scaling_sim.py record --batch-cells 1000 --frames 300000 --out rec1000.npz
+    python benchmarks/scaling_sim.py simulate rec100.npz rec1000.npz --workers 8 32 128 512
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from goexplore import phase1 as phase1_mod  # noqa: E402
-from goexplore.backends.base import Counters  # noqa: E402
-from goexplore.backends.inline import InlineBackend  # noqa: E402
-from goexplore.config import Config  # noqa: E402
-from goexplore.phase1 import Phase1  # noqa: E402
-from goexplore.wire import decode_results  # noqa: E402
+from goexplore import phase1 as phase1_mod
+from goexplore.backends.base import Counters
+from goexplore.backends.inline import InlineBackend
+from goexplore.config import Config
+from goexplore.phase1 import Phase1
+from goexplore.wire import decode_results
 
 MAX_CHUNK = 12
 
