@@ -162,46 +162,51 @@ def replay_master(path: str):
     return rec, np.array(b.pre), np.array(b.apply), cfg
 
 
+def _batch(t: float, d: np.ndarray, a: np.ndarray, workers: int, latency: float) -> float:
+    """One batch starting at master time ``t``: episode times ``d``, master apply
+    times ``a``; returns when the master has applied its last result."""
+    nb = len(d)
+    todo = list(range(nb))
+    free = [t] * workers  # when each worker finishes what it was sent
+    inflight = [0] * workers
+    events: list[tuple[float, int, int, list[int]]] = []
+    seq = 0
+
+    def feed(w: int, now: float) -> None:
+        nonlocal seq
+        limit = 2 if len(todo) >= 8 * workers else 1
+        while todo and inflight[w] < limit:
+            kk = max(1, min(MAX_CHUNK, len(todo) // (2 * workers)))
+            chunk, todo[:kk] = todo[:kk], []
+            start = max(free[w], now + latency / 2)
+            free[w] = start + float(d[chunk].sum())
+            inflight[w] += 1
+            heapq.heappush(events, (free[w] + latency / 2, seq, w, chunk))
+            seq += 1
+
+    for w in range(workers):
+        feed(w, t)
+    arrived = np.zeros(nb, bool)
+    nxt = 0
+    while nxt < nb:
+        while nxt < nb and arrived[nxt]:  # apply what is in, in task order
+            t += float(a[nxt])
+            nxt += 1
+        if nxt == nb:
+            break
+        at, _, w, chunk = heapq.heappop(events)
+        t = max(t, at)
+        arrived[chunk] = True
+        inflight[w] -= 1
+        feed(w, t)
+    return t
+
+
 def simulate_one(dur, steps, batch_sizes, pre, apply, workers: int, latency: float) -> dict:
     t = 0.0  # the master's clock
     k0 = 0
     for nb, m in zip(batch_sizes.tolist(), pre.tolist()):
-        t += m
-        d = dur[k0 : k0 + nb]
-        a = apply[k0 : k0 + nb]
-        todo = list(range(nb))
-        free = [t] * workers  # when each worker finishes what it was sent
-        inflight = [0] * workers
-        events: list[tuple[float, int, int, list[int]]] = []
-        seq = 0
-
-        def feed(w: int, now: float) -> None:
-            nonlocal seq
-            limit = 2 if len(todo) >= 8 * workers else 1
-            while todo and inflight[w] < limit:
-                kk = max(1, min(MAX_CHUNK, len(todo) // (2 * workers)))
-                chunk, todo[:kk] = todo[:kk], []
-                start = max(free[w], now + latency / 2)
-                free[w] = start + float(d[chunk].sum())
-                inflight[w] += 1
-                heapq.heappush(events, (free[w] + latency / 2, seq, w, chunk))
-                seq += 1
-
-        for w in range(workers):
-            feed(w, t)
-        arrived = np.zeros(nb, bool)
-        nxt = 0
-        while nxt < nb:
-            while nxt < nb and arrived[nxt]:  # apply what is in, in task order
-                t += float(a[nxt])
-                nxt += 1
-            if nxt == nb:
-                break
-            at, _, w, chunk = heapq.heappop(events)
-            t = max(t, at)
-            arrived[chunk] = True
-            inflight[w] -= 1
-            feed(w, t)
+        t = _batch(t + m, dur[k0 : k0 + nb], apply[k0 : k0 + nb], workers, latency)
         k0 += nb
     busy = float(dur[:k0].sum())
     master = float(pre.sum() + apply[:k0].sum())
@@ -219,6 +224,8 @@ def simulate(args) -> int:
         rec, pre, apply, cfg = replay_master(path)
         dur, steps, bs = rec["secs"], rec["steps"], rec["batch_sizes"]
         n_steps = int(steps.sum())
+        if args.worker_us_per_step:  # a recording made on a busy machine: rescale its times
+            dur = dur * (args.worker_us_per_step * 1e-6 * n_steps / dur.sum())
         us = 1e6 * (pre.sum() + apply.sum()) / n_steps
         print(
             f"{path}: batch {cfg.batch_cells:,}, {len(bs)} batches, {n_steps:,} steps; master "
@@ -251,6 +258,12 @@ def main() -> int:
     s.add_argument("recordings", nargs="+")
     s.add_argument("--workers", type=int, nargs="+", default=[8, 32, 128, 512])
     s.add_argument("--latency-us", type=float, default=500.0, help="round trip per chunk")
+    s.add_argument(
+        "--worker-us-per-step",
+        type=float,
+        default=None,
+        help="rescale the recorded episode times to this mean cost per step (default: as recorded)",
+    )
     s.add_argument("--json", default=None)
     args = ap.parse_args()
     return record(args) if args.cmd == "record" else simulate(args)
