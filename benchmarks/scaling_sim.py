@@ -163,9 +163,14 @@ def replay_master(path: str):
     return rec, np.array(b.pre), np.array(b.apply), cfg
 
 
-def _batch(t: float, d: np.ndarray, a: np.ndarray, workers: int, latency: float) -> float:
+def _batch(
+    t: float, d: np.ndarray, a: np.ndarray, workers: int, latency: float, interleave: bool
+) -> float:
     """One batch starting at master time ``t``: episode times ``d``, master apply
-    times ``a``; returns when the master has applied its last result."""
+    times ``a``; returns when the master has applied its last result. The master
+    applies every result that is in (in task order) before it reads the next
+    message; with ``interleave`` it first reads (and answers with new tasks)
+    every message that has arrived before each result it applies."""
     nb = len(d)
     todo = list(range(nb))
     free = [t] * workers  # when each worker finishes what it was sent
@@ -191,6 +196,11 @@ def _batch(t: float, d: np.ndarray, a: np.ndarray, workers: int, latency: float)
     nxt = 0
     while nxt < nb:
         while nxt < nb and arrived[nxt]:  # apply what is in, in task order
+            while interleave and events and events[0][0] <= t:
+                _, _, w, chunk = heapq.heappop(events)
+                arrived[chunk] = True
+                inflight[w] -= 1
+                feed(w, t)
             t += float(a[nxt])
             nxt += 1
         if nxt == nb:
@@ -203,11 +213,13 @@ def _batch(t: float, d: np.ndarray, a: np.ndarray, workers: int, latency: float)
     return t
 
 
-def simulate_one(dur, steps, batch_sizes, pre, apply, workers: int, latency: float) -> dict:
+def simulate_one(
+    dur, steps, batch_sizes, pre, apply, workers: int, latency: float, interleave: bool = False
+) -> dict:
     t = 0.0  # the master's clock
     k0 = 0
     for nb, m in zip(batch_sizes.tolist(), pre.tolist()):
-        t = _batch(t + m, dur[k0 : k0 + nb], apply[k0 : k0 + nb], workers, latency)
+        t = _batch(t + m, dur[k0 : k0 + nb], apply[k0 : k0 + nb], workers, latency, interleave)
         k0 += nb
     busy = float(dur[:k0].sum())
     master = float(pre.sum() + apply[:k0].sum())
@@ -225,8 +237,12 @@ def simulate(args) -> int:
         rec, pre, apply, cfg = replay_master(path)
         dur, steps, bs = rec["secs"], rec["steps"], rec["batch_sizes"]
         n_steps = int(steps.sum())
-        if args.worker_us_per_step:  # a recording made on a busy machine: rescale its times
-            dur = dur * (args.worker_us_per_step * 1e-6 * n_steps / dur.sum())
+        pre, apply = pre * args.master_scale, apply * args.master_scale  # what-if: a faster master
+        if args.worker_us_per_step:
+            # a recording made on a busy machine has preemption noise in its episode
+            # times (its p99 per-step cost was 10x the median here): model them instead
+            # as a restore plus the steps at a stated cost
+            dur = 1e-6 * (args.restore_us + args.worker_us_per_step * steps)
         us = 1e6 * (pre.sum() + apply.sum()) / n_steps
         print(
             f"{path}: batch {cfg.batch_cells:,}, {len(bs)} batches, {n_steps:,} steps; master "
@@ -234,8 +250,8 @@ def simulate(args) -> int:
             f"workers {1e6 * dur.sum() / n_steps:.0f} µs per step"
         )
         for w in args.workers:
-            r = simulate_one(dur, steps, bs, pre, apply, w, args.latency_us * 1e-6)
-            r.update(batch_cells=cfg.batch_cells, master_us_per_step=us)
+            r = simulate_one(dur, steps, bs, pre, apply, w, args.latency_us * 1e-6, args.interleave)
+            r.update(batch_cells=cfg.batch_cells, master_us_per_step=us, interleave=args.interleave)
             out.append(r)
             print(
                 f"  {w:>4} workers: efficiency {r['efficiency']:.3f}, master busy "
@@ -263,7 +279,26 @@ def main() -> int:
         "--worker-us-per-step",
         type=float,
         default=None,
-        help="rescale the recorded episode times to this mean cost per step (default: as recorded)",
+        help="model each episode's time as --restore-us + its steps x this (default: the "
+        "recorded times)",
+    )
+    s.add_argument(
+        "--restore-us",
+        type=float,
+        default=200.0,
+        help="with --worker-us-per-step: cost of starting an episode (decompress, restore)",
+    )
+    s.add_argument(
+        "--interleave",
+        action="store_true",
+        help="the master reads arrived messages (and feeds their workers) before each result "
+        "it applies, instead of applying every result that is in first",
+    )
+    s.add_argument(
+        "--master-scale",
+        type=float,
+        default=1.0,
+        help="what if the master were this many times as costly (0.5: twice as fast)",
     )
     s.add_argument("--json", default=None)
     args = ap.parse_args()
