@@ -44,6 +44,7 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/goexplore bench --env montezuma --n-workers 2 --frames 2000000 --json bench.json
+	$(BIN)/python benchmarks/targets.py bench.json
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -15,11 +15,25 @@ import os
 import platform
 import statistics
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the oracle
+
+from oracles import reference_sample
 
 from goexplore.bench import selection_bench, selection_dk_bench
+
+
+def reference_walk_ms(archive) -> float:
+    """The reference script's Python walk over every cell, at the same size."""
+    t = time.perf_counter()
+    reference_sample(archive.seen[: archive.n], archive.is_done[: archive.n], 100,
+                     np.random.default_rng(0))  # fmt: skip
+    return 1e3 * (time.perf_counter() - t)
 
 
 def main() -> int:
@@ -31,6 +45,7 @@ def main() -> int:
     ref, dk = [], []
     for r in range(args.rounds):
         ref.append(selection_bench(args.cells, seed=r))
+        ref[-1]["reference_ms_per_batch"] = reference_walk_ms(ref[-1].pop("archive"))
         dk.append(selection_dk_bench(args.cells, seed=r))
         print(
             f"round {r + 1}: reference {ref[-1]['ms_per_batch']:.3f} ms, montezuma-dk "

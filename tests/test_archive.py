@@ -15,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oracles import reference_sample
+
 from goexplore.archive import Archive
-from goexplore.bench import reference_sample, synthetic_archive
+from goexplore.bench import synthetic_archive
 from goexplore.cells import DONE_KEY, make_cells
 from goexplore.codec import StateCodec
 from goexplore.config import Config

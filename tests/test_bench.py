@@ -32,14 +32,11 @@ FIELDS = (
     "archive_memory_bytes",
     "selection_cells",
     "selection_ms_per_batch",
-    "selection_reference_ms_per_batch",
     "checkpoint_cells",
     "checkpoint_s",
     "resume_s",
     "checkpoint_resume_s",
     "segments",
-    "targets",
-    "met",
 )
 
 
@@ -96,7 +93,18 @@ def test_bench_toy_writes_all_fields(tmp_path, capsys):
     assert mem["states"] > 0 and mem["index"] > 0 and mem["keys"] > 0
     assert math.isclose(r["archive_bytes_per_cell"] * r["archive_cells"], sum(mem.values()))
     assert r["worker_to_master_bytes_per_step"] > 1  # at least the actions
-    assert set(r["met"]) == set(r["targets"])
+    # the targets live in benchmarks/: every figure they judge is in the report
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "targets", Path(__file__).resolve().parent.parent / "benchmarks" / "targets.py"
+    )
+    targets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(targets)
+    assert {k for k, *_ in targets.check(r)} == set(targets.TARGETS)
+    worse = {k: (0.0 if op == ">=" else 1e9) for k, (op, _) in targets.TARGETS.items()}
+    assert not any(met for *_, met in targets.check(worse))
     text = capsys.readouterr().out
     assert "ratio" in text and str(out) in text
 
