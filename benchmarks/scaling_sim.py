@@ -36,13 +36,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from goexplore import phase1 as phase1_mod
-from goexplore.backends.base import Counters
+from goexplore.backends.base import Counters, next_chunk
 from goexplore.backends.inline import InlineBackend
 from goexplore.config import Config
 from goexplore.phase1 import Phase1
 from goexplore.wire import decode_results
-
-MAX_CHUNK = 12
 
 
 class RecordingBackend(InlineBackend):
@@ -180,9 +178,7 @@ def _batch(
 
     def feed(w: int, now: float) -> None:
         nonlocal seq
-        limit = 2 if len(todo) >= 8 * workers else 1
-        while todo and inflight[w] < limit:
-            kk = max(1, min(MAX_CHUNK, len(todo) // (2 * workers)))
+        while kk := next_chunk(len(todo), workers, inflight[w]):
             chunk, todo[:kk] = todo[:kk], []
             start = max(free[w], now + latency / 2)
             free[w] = start + float(d[chunk].sum())

@@ -77,6 +77,21 @@ class Backend(Protocol):
         """Stop the workers (idempotent)."""
 
 
+MAX_CHUNK = 12  # tasks per message at most
+
+
+def next_chunk(left: int, n_workers: int, queued: int) -> int:
+    """The dispatch policy every backend shares: how many of the batch's ``left``
+    tasks to send a worker that has ``queued`` chunks unanswered (0: none now).
+    Guided chunks of about left / 2W tasks (at most MAX_CHUNK), a second one
+    queued behind the current one while much is left (no worker waits on the
+    master), only one near the end (a short tail)."""
+    limit = 2 if left >= 8 * n_workers else 1
+    if not left or queued >= limit:
+        return 0
+    return max(1, min(MAX_CHUNK, left // (2 * n_workers)))
+
+
 def backend_names() -> list[str]:
     return list(REGISTRY)
 

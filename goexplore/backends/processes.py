@@ -28,14 +28,13 @@ from collections import deque
 from collections.abc import Iterator
 
 from goexplore import testhooks
-from goexplore.backends.base import Counters, Notify
+from goexplore.backends.base import Counters, Notify, next_chunk
 from goexplore.backends.worker import Worker, WorkerSpec
 from goexplore.errors import WorkerError
 from goexplore.wire import EpisodeResult, Task, ViewDelta, decode_results
 
 MAX_RESPAWNS = 32
-MAX_CHUNK = 12  # tasks per message ...
-MAX_CHUNK_BYTES = 32 * 1024  # ... and bytes: a queued chunk never blocks the master
+MAX_CHUNK_BYTES = 32 * 1024  # bytes per message: a queued chunk never blocks the master
 
 # message kinds (first byte)
 _VIEW, _CODEC, _TASKS, _STOP = b"V", b"C", b"T", b"S"
@@ -149,11 +148,7 @@ class ProcessBackend:
         n_workers = self.n_workers
 
         def feed(p: _Proc) -> None:
-            # guided chunks; a second one queued behind the current one while much is
-            # left (no worker waits on the master), only one near the end (short tail)
-            limit = 2 if len(todo) >= 8 * n_workers else 1
-            while todo and len(p.chunks) < limit:
-                k = max(1, min(MAX_CHUNK, len(todo) // (2 * n_workers)))
+            while k := next_chunk(len(todo), n_workers, len(p.chunks)):
                 parts, size = [_TASKS], 1
                 while todo and len(parts) <= k:
                     b = todo[0].encode()

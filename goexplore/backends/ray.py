@@ -29,8 +29,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from goexplore import testhooks
-from goexplore.backends.base import Counters, Notify, local_cores
-from goexplore.backends.processes import MAX_CHUNK, MAX_RESPAWNS, _ranges
+from goexplore.backends.base import Counters, Notify, local_cores, next_chunk
+from goexplore.backends.processes import MAX_RESPAWNS, _ranges
 from goexplore.backends.worker import Worker, WorkerSpec
 from goexplore.errors import GoExploreError, WorkerError
 from goexplore.wire import EpisodeResult, Task, ViewDelta, decode_results
@@ -186,10 +186,8 @@ class RayBackend:
         n = self.n_workers
 
         def feed(s: _Slot) -> None:
-            limit = 2 if len(todo) >= 8 * n else 1
-            while todo and len(s.pending) < limit:
-                k = max(1, min(MAX_CHUNK, len(todo) // (2 * n)))
-                chunk = [todo.popleft() for _ in range(min(k, len(todo)))]
+            while k := next_chunk(len(todo), n, len(s.pending)):
+                chunk = [todo.popleft() for _ in range(k)]
                 body = b"".join(t.encode() for t in chunk)
                 s.pending.append((s.actor.run.remote(body), chunk))
                 c.bytes_sent += len(body)
