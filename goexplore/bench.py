@@ -693,7 +693,7 @@ def format_report(r: dict) -> str:
                 " s",
             ),
             line(
-                f"selection, montezuma-dk weights ({r['selection_cells']:,} cells)",
+                f"selection, DK weights ({r['selection_cells']:,} cells)",
                 "selection_dk_ms_per_batch",
                 ".3f",
                 " ms",

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -242,4 +241,3 @@ class RayBackend:
             if lost
             else f"worker {s.number} (Ray actor) died with no unfinished task; replaced it"
         )
-        time.sleep(0)  # let the new actor's calls go out before the next wait

@@ -45,7 +45,7 @@ OBS_KINDS = ("gray84", "rgb")
 SIDE = "goexplore"  # our folder inside the dataset's folder
 MAX_STATES_BYTES = 1 << 34
 
-INSTALL_HINT = "pip install 'goexplore[demos]'  (minari with its HDF5 backend)"
+INSTALL_HINT = "pip install 'minari>=0.5.4,<0.6' h5py  (goexplore's own dependencies)"
 
 
 def _minari() -> Any:
@@ -113,7 +113,7 @@ def dataset_dir(root: Path, dataset_id: str) -> Path:
     return Path(root) / (ns or "") / f"{name}-v{version}"
 
 
-def _spaces(game: str, obs: str, n_actions: int, frame_shape: tuple[int, ...]) -> tuple[Any, Any]:
+def _spaces(obs: str, n_actions: int, frame_shape: tuple[int, ...]) -> tuple[Any, Any]:
     import gymnasium as gym
 
     shape = (84, 84) if obs == "gray84" else frame_shape
@@ -180,7 +180,7 @@ def write_dataset(
             warnings.simplefilter("ignore", UserWarning)  # unset author e-mail / permalink
             from minari.data_collector.episode_buffer import EpisodeBuffer
 
-            obs_space, act_space = _spaces(game, obs, n_actions, demos[0].observations.shape[1:])
+            obs_space, act_space = _spaces(obs, n_actions, demos[0].observations.shape[1:])
             buffers = [_buffer(EpisodeBuffer, i, d) for i, d in enumerate(demos)]
             ds = minari.create_dataset_from_buffers(
                 dataset_id,
