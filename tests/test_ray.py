@@ -22,9 +22,18 @@ import pytest
 from runutil import ROOT, assert_same_run, cli, cli_env, run_args
 
 pytest.importorskip("ray")
-if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
-    pytest.skip("Ray tests run in a private network namespace: need root, unshare and ip",
-                allow_module_level=True)  # fmt: skip
+
+
+def _can_unshare() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
+        return False
+    probe = ["unshare", "--net", "sh", "-c", "ip link set lo up"]
+    return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+
+
+WHY = "Ray tests run in a private network namespace: need root, unshare, ip and the kernel's leave"
+if not _can_unshare():
+    pytest.skip(WHY, allow_module_level=True)
 
 FRAMES = 20_000
 
