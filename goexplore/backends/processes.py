@@ -110,7 +110,6 @@ class ProcessBackend:
         # master samples, applies the last results, sends views), and at a batch's tail
         self.counters = Counters()
         self._all_in = None
-        self.respawns = 0
         self._deaths_in_a_row = 0
         self._dictionary = None
         self._view_fn = None
@@ -228,17 +227,16 @@ class ProcessBackend:
         self._deaths_in_a_row = 0
 
     def _replace(self, p: _Proc, todo: deque) -> None:
-        self.respawns += 1
+        lost = self.counters.workers_lost = self.counters.workers_lost + 1
         self._deaths_in_a_row += 1
-        if self.respawns > MAX_RESPAWNS or self._deaths_in_a_row > 3:
+        if lost > MAX_RESPAWNS or self._deaths_in_a_row > 3:
             self.close()
             raise WorkerError(
-                f"workers died {self.respawns} times (exit code {p.proc.exitcode}); "
+                f"workers died {lost} times (exit code {p.proc.exitcode}); "
                 "giving up — check memory (OOM killer) and the system log"
             )
         p.proc.join(timeout=1)
         rerun = [t.index for t in p.tasks]
-        self.counters.workers_lost += 1
         self.counters.tasks_rerun += len(rerun)
         self.notify(
             f"worker {p.slot} (pid {p.proc.pid}) died (exit code {p.proc.exitcode}); "
