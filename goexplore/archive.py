@@ -524,9 +524,11 @@ class Archive:
         last0: int,
         res: EpisodeResult,
         first_entry: int,
+        on_set=None,
     ) -> bool:
         """Apply one exploration episode (whose steps were appended to the
-        experience log from ``first_entry``). Returns whether it found anything."""
+        experience log from ``first_entry``). Returns whether it found anything.
+        ``on_set(i, c)``: cell ``i``'s entry was just set from candidate ``c``."""
         if res.n == 0:
             return False
         # cells visited whose best visit does not beat the view: seen += 1, deferred
@@ -566,6 +568,8 @@ class Archive:
                     )
                     self._seen[i] = 1 if res.cand_first[c] else 0
                     found = True
+                    if on_set is not None:
+                        on_set(i, c)
                     continue
             live_s = self.score[cid]  # (add may have grown the arrays: no aliases)
             if s > live_s or (s == live_s and length < self.traj_len[cid]):
@@ -579,6 +583,8 @@ class Archive:
                     res.cand_facts[c],
                 )
                 found = True
+                if on_set is not None:
+                    on_set(cid, c)
                 if not keep:
                     continue  # counters start again (the reference)
             self._seen[cid] += 1
@@ -607,6 +613,11 @@ class Archive:
 
     def full_view(self) -> ViewDelta:
         return self._view(0, np.arange(self.n, dtype=np.int64))
+
+    def resend_all(self) -> None:
+        """The next delta is a whole view (the workers' views start afresh)."""
+        self.dirty = set(range(self.n))
+        self._view_n = 0
 
     def views_synced(self) -> None:
         """The workers' views were just built from :meth:`full_view`."""

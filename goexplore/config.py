@@ -59,11 +59,35 @@ class Config:
     preset: str = _f(
         "reference", "the preset these settings started from (a label; see `goexplore presets`)"
     )
-    cells: str = _f("downscale", "cell representation: downscale, montezuma-dk or pitfall-dk")
+    cells: str = _f(
+        "downscale",
+        "cell representation: downscale, downscale-dynamic, montezuma-dk or pitfall-dk",
+    )
     cell_x_bin: int = _f(
         8, "domain-knowledge cells: RAM x pixels per bin (paper: 16 on a 2x-wide frame)"
     )
     cell_y_bin: int = _f(16, "domain-knowledge cells: RAM y pixels per bin (paper: 16)")
+    dynamic_first: int = _f(
+        10_000, "downscale-dynamic: agent steps before the first choice (paper: 10,000)"
+    )
+    dynamic_every: int = _f(
+        500_000, "downscale-dynamic: agent steps between choices (paper: 10M, in 500M-step runs)"
+    )
+    dynamic_max_cells: int = _f(
+        50_000, "downscale-dynamic: choose again at once above this many cells (paper: 50,000)"
+    )
+    dynamic_sample: int = _f(
+        10_000, "downscale-dynamic: recent frames kept for the choice (paper: 10,000)"
+    )
+    dynamic_sample_p: float = _f(
+        0.01, "downscale-dynamic: probability that a step's frame joins the sample (paper: 0.01)"
+    )
+    dynamic_iterations: int = _f(
+        100, "downscale-dynamic: random-search proposals per choice (paper: 3,000)"
+    )
+    split_factor: float = _f(
+        0.125, "downscale-dynamic: target cells per sampled frame (paper: 0.125)"
+    )
     episode_end: str = _f(
         "life", "an exploration episode ends at a life loss ('life') or game over ('game')"
     )
@@ -126,6 +150,11 @@ class Config:
             "cell_height",
             "log_every_batches",
             "explog_chunk",
+            "dynamic_first",
+            "dynamic_every",
+            "dynamic_max_cells",
+            "dynamic_sample",
+            "dynamic_iterations",
         ):
             v = getattr(self, name)
             if not isinstance(v, int) or v <= 0:
@@ -136,6 +165,10 @@ class Config:
             p.append(
                 f"action-repeat-p: must be a probability in [0, 1], got {self.action_repeat_p}"
             )
+        for name in ("dynamic_sample_p", "split_factor"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not 0.0 < v <= 1.0:
+                p.append(f"{name.replace('_', '-')}: must be in (0, 1], got {v!r}")
         if self.ckpt_every < 0:
             p.append(f"ckpt-every: must be >= 0, got {self.ckpt_every}")
         if self.backend not in BACKENDS:

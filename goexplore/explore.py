@@ -43,11 +43,26 @@ def explore(
 
 
 def explore_raw(
-    env, cells, codec, view: WorkerView, task: Task, repeat_p: float, end_on_life: bool = True
+    env,
+    cells,
+    codec,
+    view: WorkerView,
+    task: Task,
+    repeat_p: float,
+    end_on_life: bool = True,
+    frames=None,
 ) -> dict:
     """:func:`explore`, returning the result as plain Python values, one per
-    :data:`goexplore.wire.EPISODE` field (what :func:`~goexplore.wire.encode_results` takes)."""
+    :data:`goexplore.wire.EPISODE` field (what :func:`~goexplore.wire.encode_results` takes).
+
+    ``frames`` (a :class:`~goexplore.cells.dynamic.FrameCodec` and a sampling
+    probability) makes the episode also return each candidate's frame and a
+    random sample of its frames (not the episode-ending one), drawn from a
+    generator of its own seeded by the task: the exploration's draws are unchanged.
+    """
     rng = np.random.default_rng(task.seed)
+    if getattr(cells, "dynamic", False):
+        cells = cells.at(task.rep)
     env.restore_state(codec.decompress(task.state))
     # no reads here: after a restore, screen and RAM are stale until a step
 
@@ -68,6 +83,12 @@ def explore_raw(
     rooms = set()
     score, length, prev_lives = task.score, task.length, task.lives
     done = False
+    sample_frames: list[bytes] = []
+    fcodec = next_sample = None
+    if frames is not None:
+        fcodec, p = frames
+        draw = np.random.default_rng([task.seed, 1]).geometric
+        next_sample = int(draw(p)) - 1 if p > 0 else task.steps
 
     action = int(integers(n_actions))
     for t in range(task.steps):
@@ -83,6 +104,10 @@ def explore_raw(
         if ri is not None:
             rooms.add(f[ri])
         done = terminated or (end_on_life and lives < prev_lives)
+        if t == next_sample:
+            if not done:
+                sample_frames.append(fcodec.compress(frame))
+            next_sample += int(draw(p))
         key = DONE_KEY if done else key_of(frame, f)
         cid = lookup(key)
         if cid is None:
@@ -104,12 +129,14 @@ def explore_raw(
             continue
         # the best visit so far: keep its state if it could be accepted
         if cid < 0 or score > vscore[cid] or (score == vscore[cid] and length + t + 1 < vlen[cid]):
-            snaps[cid] = (lives, f, codec.compress(env.clone_state()))
+            fz = fcodec.compress(frame) if fcodec is not None and not done else b""
+            snaps[cid] = (lives, f, codec.compress(env.clone_state()), fz)
         if done:
             break
         prev_lives = lives
 
     seen, nseen, cids, nc, ct, cfirst, cscore, clives, cfacts, cstates = ([] for _ in range(10))
+    cframes: list[bytes] = []
     for cid, (t0, tb, s, k) in visits.items():
         snap = snaps.get(cid)
         if snap is None:
@@ -124,6 +151,7 @@ def explore_raw(
         clives.append(snap[0])
         cfacts.append(snap[1])
         cstates.append(snap[2])
+        cframes.append(snap[3])  # b"" unless frames are wanted (one item per candidate)
     return {
         "index": task.index,
         "done": done,
@@ -142,5 +170,7 @@ def explore_raw(
         "cand_lives": clives,
         "cand_facts": cfacts,
         "cand_states": cstates,
+        "cand_frames": cframes,
         "new_keys": new_keys,
+        "sample_frames": sample_frames,
     }

@@ -27,7 +27,7 @@ from goexplore.explog import ExperienceLog
 from goexplore.cells import DONE_KEY
 from goexplore.wire import Task
 from goexplore.selection import SelectionParams
-from goexplore.store import RunDir, adopt_chunks, read_checkpoint
+from goexplore.store import RunDir, adopt_chunks, read_checkpoint, read_optional
 
 PROTOCOL = (
     "Phase 1 deterministic search with emulator restore (no sticky actions): "
@@ -62,6 +62,11 @@ class Phase1:
         self.room_fact, self.level_fact = env.room_fact, env.level_fact
         env.close()
         self.params = SelectionParams.from_config(cfg)
+        self.dynamic = None  # dynamic cells: the master's state (goexplore.dynamic)
+        if getattr(self.cells, "dynamic", False):
+            from goexplore.dynamic import DynamicState
+
+            self.dynamic = DynamicState.start(cfg, len(self.fact_names))
         self.archive = self._new_archive()
         self.explog = ExperienceLog(run_dir.explog_dir if run_dir else None, cfg.explog_chunk)
         self.codec = StateCodec()
@@ -101,6 +106,8 @@ class Phase1:
             env.lives(),
             facts,
         )
+        if self.dynamic is not None:
+            self.dynamic.set_frame(0, self.dynamic.codec.compress(frame))
         env.close()
 
     # --- the loop -------------------------------------------------------------------
@@ -112,19 +119,25 @@ class Phase1:
         backend = self._backend = make_backend(
             cfg.backend, self.spec, cfg.n_workers, notify, **options
         )
-        backend.start(archive.full_view(), self.codec.dictionary, view_fn=archive.full_view)
+        backend.start(
+            archive.full_view(), self.codec.dictionary, view_fn=lambda: self.archive.full_view()
+        )
         archive.views_synced()
         if cfg.n_workers == 0 and notify is not None:
             where = "the cluster's CPUs" if cfg.backend == "ray" else "this machine's cores"
             notify(f"workers: auto = {backend.n_workers} ({where})")
         t0, f0 = time.perf_counter(), self.frames
         context = self.cells.needs_context
+        dyn = self.dynamic
         try:
             while self.frames < cfg.total_frames:
                 if should_stop():
                     return False
                 if self.codec_level < len(TRAIN_AT) and archive.n >= TRAIN_AT[self.codec_level]:
                     self.train_codec(backend)
+                if dyn is not None and dyn.due(cfg, self.frames, archive.n):
+                    archive = self.recompute_cells(notify)
+                rep = self.cells.params_bytes() if dyn is not None else b""
                 cap = archive.sample(cfg.batch_cells, rng)
                 # one draw per task; the same numbers and generator state as one call
                 # per task (tests/test_archive.py checks it), at 1/20 of the cost
@@ -140,6 +153,7 @@ class Phase1:
                         seeds[i],
                         cfg.explore_steps,
                         keys[i],
+                        rep,
                     )
                     for i in range(cfg.batch_cells)
                 ]
@@ -147,7 +161,11 @@ class Phase1:
                     i = res.index  # cap's rows are Python lists: no conversions needed
                     last = cap.last[i]
                     first = explog.append_episode(last, res.actions, res.rew_t, res.rew_v, res.done)
-                    archive.apply(cap.ids[i], cap.score[i], cap.length[i], last, res, first)
+                    on_set = None
+                    if dyn is not None:
+                        dyn.observe(res.sample_frames, cfg.dynamic_sample)
+                        on_set = _frame_setter(dyn, res.cand_frames)
+                    archive.apply(cap.ids[i], cap.score[i], cap.length[i], last, res, first, on_set)
                     self.frames += res.n
                 self.batch += 1
                 logged = self.batch % cfg.log_every_batches == 0
@@ -169,6 +187,28 @@ class Phase1:
             self._backend = None
         return True
 
+    def recompute_cells(self, notify=None) -> Archive:
+        """Dynamic cells: choose the representation again and re-key the archive
+        (at a batch boundary; draws from the master generator)."""
+        t = time.perf_counter()
+        before = self.cells
+        self.archive = self.dynamic.recompute(
+            self.cfg, self.archive, self.rng, self.frames, **self._archive_args()
+        )
+        self.cells = self.dynamic.rep
+        ev = self.dynamic.history[-1] if self.dynamic.history else None
+        if ev is not None and ev["frames"] == self.frames:
+            seconds = time.perf_counter() - t  # (not in the history: it is not reproducible)
+            if notify is not None:
+                what = "now" if self.cells != before else "kept"
+                notify(
+                    f"cells: {what} {ev['width']}x{ev['height']}x{ev['levels'] + 1} "
+                    f"({ev['sample_cells']:,} cells in {ev['sample_frames']:,} sampled frames; "
+                    f"archive {ev['cells_before']:,} -> {ev['cells_after']:,} cells, "
+                    f"{seconds:.1f} s)"
+                )
+        return self.archive
+
     def train_codec(self, backend=None) -> None:
         """(Re)train the state model on states spread over the archive
         (deterministic: the same archive gives the same model), recompress the
@@ -185,6 +225,8 @@ class Phase1:
             return
         old, self.codec = self.codec, StateCodec(model)
         a.recompress_states(old, self.codec)
+        if self.dynamic is not None:
+            self.dynamic.recompress_states(old, self.codec)
         if backend is not None:
             backend.set_codec(model)
 
@@ -229,6 +271,8 @@ class Phase1:
             "explog_entries": self.explog.count,
             "time": round(time.time(), 3),
         }
+        if self.dynamic is not None:  # the representation: [width, height, levels] or None
+            row["cell_repr"] = self.cells.params and list(self.cells.params)
         if self.run_dir:
             self.run_dir.append_metrics(row)
 
@@ -258,8 +302,12 @@ class Phase1:
         best = a.best_done_score is not None and (
             prev_best is None or a.best_done_score > prev_best
         )
+        extra = None
+        if self.dynamic is not None:
+            meta["dynamic"] = self.dynamic.to_meta()
+            extra = {"dynamic.npz": self.dynamic.to_arrays()}
         path = self.run_dir.write_checkpoint(
-            self.frames, meta, arrays, a.state_blobs(), e.tail_arrays(), best=best
+            self.frames, meta, arrays, a.state_blobs(), e.tail_arrays(), best=best, extra=extra
         )
         n_ckpt = len(self.run_dir.checkpoints())
         if n_ckpt % 5 == 1:
@@ -291,6 +339,17 @@ class Phase1:
                     f"{ckpt / 'archive.npz'}: holds {len(arrays.get('score', ()))} "
                     f"cells, meta.json says {n}"
                 )
+            if self.dynamic is not None:
+                from goexplore.dynamic import DynamicState
+
+                self.dynamic = DynamicState.from_checkpoint(
+                    meta["dynamic"],
+                    read_optional(ckpt, "dynamic.npz"),
+                    n,
+                    len(self.fact_names),
+                    str(ckpt / "dynamic.npz"),
+                )
+                self.cells = self.dynamic.rep
             a = self.archive = Archive.from_arrays(
                 self.cells.key_size,
                 len(self.fact_names),
@@ -376,6 +435,23 @@ class Phase1:
             "verification": verification,
             "protocol": PROTOCOL,
             "wall_s": round(wall_s, 2),
+            **({"dynamic_cells": self.dynamic_summary()} if self.dynamic is not None else {}),
+        }
+
+    def dynamic_summary(self) -> dict:
+        """Dynamic cells: the representation, its history and what its frames cost."""
+        d, a = self.dynamic, self.archive
+        mem = d.memory_bytes()
+        arch = a.memory_bytes()
+        return {
+            "cell_repr": None if d.rep.params is None else list(d.rep.params),
+            "history": d.history,
+            "changes": sum(e["changed"] for e in d.history),
+            "shadow_entries": len(d.shadow),
+            "archive_bytes_per_cell": round(sum(arch.values()) / a.n, 1),
+            "frame_bytes_per_cell": round(mem["frames"] / a.n, 1),
+            "shadow_bytes": mem["shadow"],
+            "sample_bytes": mem["sample"],
         }
 
 
@@ -395,3 +471,9 @@ def load_run(path: Path) -> Phase1:
     p = Phase1(cfg, rd)
     p.restore(ckpt)
     return p
+
+
+def _frame_setter(dyn, frames):
+    """``Archive.apply``'s ``on_set`` for dynamic cells: keep the entry's frame."""
+    set_frame = dyn.set_frame
+    return lambda i, c: set_frame(i, frames[c])

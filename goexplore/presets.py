@@ -81,6 +81,19 @@ PRESETS: dict[str, Preset] = {
             },
             env="pitfall",
         ),
+        Preset(
+            "downscale-dynamic",
+            "no domain knowledge, the Nature paper's dynamic downscaling: the "
+            "downscale re-chosen from recent frames (split factor 0.125); seen weight 1; "
+            "episode ends at a life loss (measured better than game over here)",
+            {
+                "cells": "downscale-dynamic",
+                "seen_weight": 1.0,
+                "seen_power": 0.5,
+                "reset_on_update": True,
+                "episode_end": "life",
+            },
+        ),
     )
 }
 

@@ -50,6 +50,8 @@ READABLE_VERSIONS = (1, 2)
 KEEP_RECENT = 2  # newest checkpoints kept besides BEST and milestones
 MILESTONE_EVERY = 5  # every 5th checkpoint is kept for good
 CKPT_FILES = ("meta.json", "archive.npz", "states.bin", "explog_tail.npz")
+#: files a checkpoint holds only for some settings (listed in its manifest when it does)
+OPTIONAL_FILES = ("dynamic.npz",)
 CKPT_NAME = re.compile(r"ckpt_(\d{12})")
 MAX_JSON_BYTES = 256 << 20  # meta.json (done_scores, chunk checksums) and friends
 MAX_SMALL_JSON = 1 << 20  # manifest.json, config.json, final.json, pointers
@@ -271,7 +273,9 @@ class RunDir:
         states: list[bytes],
         explog_tail: dict[str, np.ndarray],
         best: bool = False,
+        extra: dict[str, dict[str, np.ndarray]] | None = None,
     ) -> Path:
+        """``extra``: name -> arrays of the optional files (OPTIONAL_FILES)."""
         name = ckpt_name(frames)
         final = self.ckpt_dir / name
         tmp = self.ckpt_dir / (name + ".tmp")
@@ -291,11 +295,15 @@ class RunDir:
             testhooks.hit("ckpt-files")
             write_bytes_atomic(tmp / "states.bin", states)
             write_npz_atomic(tmp / "explog_tail.npz", explog_tail)
+            for fname, arrs in (extra or {}).items():
+                if fname not in OPTIONAL_FILES:
+                    raise ValueError(f"internal error: unknown checkpoint file {fname!r}")
+                write_npz_atomic(tmp / fname, arrs, compress=False)
             meta = dict(meta, format_version=FORMAT_VERSION, name=name)
             write_text_atomic(tmp / "meta.json", json.dumps(meta, indent=1))
             manifest = {
                 n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size}
-                for n in CKPT_FILES
+                for n in CKPT_FILES + tuple(extra or ())
             }
             write_text_atomic(tmp / "manifest.json", json.dumps(manifest, indent=1))
             fsync_dir(tmp)
@@ -373,7 +381,7 @@ def check_files(path: Path) -> tuple[dict | None, list[str]]:
     if not isinstance(manifest, dict):
         return None, [f"{mpath}: not a manifest"]
     problems = []
-    for name in CKPT_FILES:
+    for name in CKPT_FILES + tuple(n for n in OPTIONAL_FILES if n in manifest):
         entry = manifest.get(name)
         p = path / name
         if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
@@ -516,6 +524,16 @@ def read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray], list[bytes
     starts = [0] + ends[:-1]
     states = [blob[a:b] for a, b in zip(starts, ends)]
     return meta, arrays, states, tail
+
+
+def read_optional(path: Path, name: str) -> dict[str, np.ndarray]:
+    """The arrays of an optional checkpoint file (checked against the manifest by
+    :func:`read_checkpoint`); CheckpointError naming it when it is absent."""
+    fpath = Path(path) / name
+    manifest = load_json(Path(path) / "manifest.json", MAX_SMALL_JSON, "checkpoint manifest")
+    if name not in manifest:
+        raise CheckpointError(f"{fpath}: missing (the checkpoint's settings need it)")
+    return read_npz(read_file(fpath, 1 << 40, "checkpoint file"), fpath, stored_only=True)
 
 
 def resolve_resume(arg: str, run_dir: RunDir) -> Path | None:

@@ -53,7 +53,9 @@ EPISODE: tuple[Field, ...] = (
     Field("cand_lives", "i2", "cands", "lives at the best visit"),
     Field("cand_facts", "i2", "cands", "the env's facts at the best visit", per_item=True),
     Field("cand_states", "bytes", "cands", "compressed emulator states at the best visits"),
+    Field("cand_frames", "bytes", "cands", "dynamic cells: compressed frames at the best visits"),
     Field("new_keys", "bytes", "new_keys", "keys unknown to the view, in first-visit order"),
+    Field("sample_frames", "bytes", "samples", "dynamic cells: a random sample of the frames"),
 )
 NAMES = tuple(f.name for f in EPISODE)
 _SCALARS = tuple(f for f in EPISODE if f.size == "episode")
@@ -247,7 +249,8 @@ class EpisodeResult:
 
 
 # --- tasks -----------------------------------------------------------------------------------
-_TASK = struct.Struct("<iIihdqII")  # index, seed, steps, lives, score, length, state, key bytes
+_TASK = struct.Struct("<iIihdqIII")  # index, seed, steps, lives, score, length; bytes of
+# state, key, rep
 
 
 @dataclass
@@ -260,6 +263,7 @@ class Task:
     seed: int  # this episode's own random seed
     steps: int  # max agent steps
     key: bytes = b""  # the chosen cell's key, for representations that need its context
+    rep: bytes = b""  # the representation's parameters, for representations that change
 
     def encode(self) -> bytes:
         head = _TASK.pack(
@@ -271,8 +275,9 @@ class Task:
             self.length,
             len(self.state),
             len(self.key),
+            len(self.rep),
         )
-        return head + bytes(self.state) + self.key
+        return head + bytes(self.state) + self.key + self.rep
 
     @staticmethod
     def decode_many(buf, offset: int = 0) -> list[Task]:
@@ -280,11 +285,12 @@ class Task:
         mv = memoryview(buf)
         o = offset
         while o < len(mv):
-            index, seed, steps, lives, score, length, ln, kn = _TASK.unpack_from(mv, o)
+            index, seed, steps, lives, score, length, ln, kn, rn = _TASK.unpack_from(mv, o)
             o += _TASK.size
             state, key = bytes(mv[o : o + ln]), bytes(mv[o + ln : o + ln + kn])
-            out.append(Task(index, state, lives, score, length, seed, steps, key))
-            o += ln + kn
+            rep = bytes(mv[o + ln + kn : o + ln + kn + rn])
+            out.append(Task(index, state, lives, score, length, seed, steps, key, rep))
+            o += ln + kn + rn
         return out
 
 
@@ -350,6 +356,9 @@ class WorkerView:
     def apply(self, delta: ViewDelta) -> None:
         nn = len(delta.keys)
         end = delta.start + nn
+        if delta.start == 0:  # a whole view (the archive was re-keyed): start afresh
+            self.ids.clear()
+            self.n = 0
         if delta.start > self.n:
             raise RuntimeError(
                 f"internal error: view delta starts at cell {delta.start}, the view has {self.n}"

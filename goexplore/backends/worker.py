@@ -46,6 +46,11 @@ class Worker:
         self.cells = spec.make_cells()
         self.codec = StateCodec()
         self.view = WorkerView()
+        self.frames = None  # dynamic cells: (frame codec, sampling probability)
+        if getattr(self.cells, "dynamic", False):
+            from goexplore.cells.dynamic import FrameCodec
+
+            self.frames = (FrameCodec(), spec.config.dynamic_sample_p)
 
     def set_codec(self, dictionary: bytes | None) -> None:
         self.codec = StateCodec(dictionary)
@@ -60,6 +65,7 @@ class Worker:
             task,
             self.spec.repeat_p,
             self.spec.end_on_life,
+            self.frames,
         )
 
     def encode(self, raws: list[dict]) -> bytes:

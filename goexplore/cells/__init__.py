@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 #: name -> "module:class" (imported on first use)
 REGISTRY: dict[str, str] = {
     "downscale": "goexplore.cells.downscale:DownscaleCells",
+    "downscale-dynamic": "goexplore.cells.dynamic:DynamicDownscaleCells",
     "montezuma-dk": "goexplore.cells.domain:MontezumaCells",
     "pitfall-dk": "goexplore.cells.domain:PitfallCells",
 }

@@ -59,6 +59,7 @@ class Report:
     best_length: int = 0
     top: list[TopCell] = field(default_factory=list)
     seconds: float = 0.0
+    representation_png: Path | None = None  # dynamic cells: the downscale over time
 
 
 def _require_plotting() -> None:
@@ -150,6 +151,15 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
     # curves ------------------------------------------------------------------------
     curves = plots.curves_png(curve_rows(rows, phase1), title=f"{cfg.env}, seed {cfg.seed}")
     rep.curves_png.write_bytes(curves)
+    if phase1.dynamic is not None:
+        rep.representation_png = out / "representation.png"
+        rep.representation_png.write_bytes(
+            plots.representation_png(
+                phase1.dynamic.history,
+                phase1.frames,
+                title="dynamic downscale: the representation over agent steps",
+            )
+        )
 
     # replays: top cells (the best one recorded as a video), room screenshots --------
     last_frames: dict[int, np.ndarray] = {}

@@ -104,6 +104,9 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
     else:
         out.append('<p class="note">metrics.jsonl holds no rows yet.</p>')
 
+    if rep.representation_png is not None:
+        out += _representation(phase1, rep)
+
     if rep.maps:
         out.append("<h2>Map</h2>")
         out.append(
@@ -167,7 +170,7 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
             f'src="{data_uri(t.thumb_png, "image/png")}"></td></tr>'
         )
     out.append("</table>")
-    if cfg.cells == "downscale":
+    if cfg.cells in ("downscale", "downscale-dynamic"):
         cells_text = escape(phase1.cells.describe(b"x" * phase1.cells.key_size))
     else:
         cells_text = escape(cfg.cells) + " keys"
@@ -183,6 +186,31 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
     )
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _representation(phase1, rep) -> list[str]:
+    """Dynamic cells: the downscale over time and a table of the choices."""
+    hist = phase1.dynamic.history
+    out = [
+        "<h2>Cell representation</h2>",
+        f'<p class="note">{escape(phase1.cells.describe())}. The downscale is chosen '
+        "again from a sample of recent frames during the run; each dotted line is a "
+        "change, after which the whole archive was re-keyed.</p>",
+        '<img class="fig" alt="width, height and grey levels over agent steps" '
+        f'src="{data_uri(rep.representation_png.read_bytes(), "image/png")}">',
+        "<table><tr><th>agent steps</th><th>width × height × grey levels</th>"
+        "<th>sampled frames</th><th>their cells</th><th>score</th><th>archive cells</th>"
+        "<th>changed</th></tr>",
+    ]
+    for e in hist:
+        out.append(
+            f"<tr><td>{e['frames']:,}</td><td>{e['width']}×{e['height']}×{e['levels'] + 1}</td>"
+            f"<td>{e['sample_frames']:,}</td><td>{e['sample_cells']:,}</td>"
+            f"<td>{e['score']:.3f}</td><td>{e['cells_before']:,} → {e['cells_after']:,}</td>"
+            f"<td>{'yes' if e['changed'] else 'no'}</td></tr>"
+        )
+    out.append("</table>")
+    return out
 
 
 def _fact(name: str, v) -> str:

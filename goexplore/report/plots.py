@@ -191,3 +191,36 @@ def map_png(
     if title:
         ax.set_title(title, fontsize=10)
     return _png(fig, dpi)
+
+
+def representation_png(history: list[dict], end: int, title: str = "", dpi: int = 100) -> bytes:
+    """Dynamic cells: width, height and grey levels of the downscale over agent
+    steps (a step curve from each change on), the changes marked by dotted lines."""
+    plt = _plt()
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    changes = [e for e in history if e.get("changed")]
+    fig, ax = plt.subplots(figsize=(9, 3.2), constrained_layout=True)
+    if changes:
+        x = [e["frames"] for e in changes] + [max(end, changes[-1]["frames"])]
+        for key, label, colour, add in (
+            ("width", "width", "#3568d4", 0),
+            ("height", "height", "#d4683a", 0),
+            ("levels", "grey levels", "#3aa55a", 1),
+        ):
+            y = [e[key] + add for e in changes]
+            ax.step(x, y + y[-1:], where="post", color=colour, lw=1.6, label=label)
+        for e in changes:
+            ax.axvline(e["frames"], color="#888", ls=":", lw=0.8)
+        ax.set_yscale("log")
+        ax.legend(fontsize=8, loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "no choice made yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("agent steps", fontsize=9)
+    ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
+    ax.xaxis.set_major_locator(MaxNLocator(6))
+    ax.grid(alpha=0.3)
+    ax.tick_params(labelsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return _png(fig, dpi)

@@ -1,0 +1,352 @@
+"""The master's side of dynamic downscaling (Ecoffet et al., Nature 2021;
+the original code's ``--dynamic_state``): choose the downscale from a sample
+of recent frames, and re-key the archive when it changes.
+
+* **The sample.** Each non-final step's frame joins it with probability
+  ``dynamic_sample_p`` (drawn by the worker from a generator seeded by its
+  task); duplicates are skipped, the oldest frame leaves when ``dynamic_sample``
+  are held, and the sample is emptied after each choice (as in the paper).
+* **The choice** (:func:`choose`): a random search of ``dynamic_iterations``
+  proposals over (width, height, levels), each proposal drawn geometrically
+  around the best so far, maximising the normalised entropy of the sample's
+  cell distribution divided by ``sqrt(|n - T| / T + 1)``, ``n`` the number of
+  distinct cells and ``T = split_factor * frames sampled`` (:func:`split_score`).
+  It draws from the master generator, at a batch boundary: the same seed gives
+  the same choices whatever the workers.
+* **When:** first after ``dynamic_first`` agent steps; then the interval
+  doubles (``dynamic_first`` x 2, x 4, ...) up to ``dynamic_every``, after
+  which it stays there; and at once when the archive holds more than
+  ``dynamic_max_cells`` cells. The paper chose once after 10,000 steps and
+  then every 10M; at the budgets run here (millions of steps) a choice made
+  from the first few hundred frames would hold for a large share of the run
+  (measured: a 500k-step interval after a choice from 184 frames left
+  Montezuma at 92 cells and one room for the whole interval), so the early
+  choices come more often, each from a sample twice as long.
+* **Re-keying** (:func:`rekey`) computes every entry's key from its stored
+  frame (exact: the frames are kept losslessly). Entries that fall in one cell
+  keep the best under the accept rule (higher score, then shorter
+  trajectory, then the older entry) with that entry's counters, as the paper
+  does with ``--reset_cell_on_update``. Like the paper's former grids, the
+  entries that lost are kept and take part in every later re-keying, so a
+  finer representation splits them out again.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from goexplore.archive import Archive
+from goexplore.cells import DONE_KEY
+from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
+from goexplore.errors import CheckpointError
+
+#: archive arrays an entry keeps (Archive.ARRAYS less the key)
+ENTRY_ARRAYS = tuple(n for n in Archive.ARRAYS if n != "keys")
+_CHUNK = 256  # frames decompressed at a time when re-keying
+
+
+# --- the choice ----------------------------------------------------------------------------
+def split_score(counts: np.ndarray, n_frames: int, split_factor: float) -> float:
+    """The paper's score of a cell distribution: normalised entropy / sqrt(|n-T|/T + 1)."""
+    n = len(counts)
+    if n <= 1:
+        return 0.0
+    p = counts / n_frames
+    entropy = float(-(p * np.log(p)).sum())
+    target = split_factor * n_frames
+    return entropy / math.log(n) / math.sqrt(abs(n - target) / target + 1)
+
+
+def distinct_counts(keys: np.ndarray) -> np.ndarray:
+    """How many rows of ``keys`` (n, key_size) fall in each distinct key."""
+    rows = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1]))).ravel()
+    return np.unique(rows, return_counts=True)[1]
+
+
+def _geometric(rng: np.random.Generator, p: float, lo: int, hi: int) -> int:
+    while True:
+        v = int(rng.geometric(p))
+        if lo <= v <= hi:
+            return v
+
+
+@dataclass
+class Choice:
+    params: tuple[int, int, int]  # width, height, levels
+    score: float
+    distinct: int  # cells the sample falls into
+    frames: int  # frames sampled
+    proposals: int
+
+
+def choose(
+    frames: np.ndarray, rng: np.random.Generator, iterations: int, split_factor: float
+) -> Choice:
+    """The paper's random search (``try_split_frames``) over (width, height,
+    levels) for a stack of frames (n, H, W): widths 1..W-1, heights 1..H-1,
+    levels 2..255; a proposal equal to or better than the best becomes the best."""
+    n, H, W = frames.shape
+    best = (int(rng.integers(1, W)), int(rng.integers(1, H)), int(rng.integers(2, 256)))
+    best_score, best_n = -math.inf, 0
+    tried: set[tuple[int, int, int]] = set()
+    for _ in range(iterations):
+        cur = best
+        while cur in tried:
+            w = _geometric(rng, min(1 / (best[0] + 1), 20 / W), 1, W - 1)
+            h = _geometric(rng, min(1 / (best[1] + 1), 20 / H), 1, H - 1)
+            lv = _geometric(rng, min(1 / best[2], 1 / 12), 2, 255)
+            cur = (w, h, lv)
+        tried.add(cur)
+        counts = distinct_counts(DynamicDownscaleCells(cur).keys(frames))
+        score = split_score(counts, n, split_factor)
+        if score >= best_score:
+            best, best_score, best_n = cur, score, len(counts)
+    return Choice(best, best_score, best_n, n, iterations)
+
+
+# --- entries (cells with their frames) -------------------------------------------------------
+@dataclass
+class Entries:
+    """Archive entries outside the archive: arrays (ENTRY_ARRAYS), states, frames."""
+
+    arrays: dict[str, np.ndarray]
+    states: list[bytes]
+    frames: list[bytes]
+
+    @classmethod
+    def empty(cls, n_facts: int) -> Entries:
+        a = Archive(1, n_facts).to_arrays()  # the dtypes of a checkpoint's arrays
+        return cls({k: a[k][:0] for k in ENTRY_ARRAYS}, [], [])
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def take(self, idx: np.ndarray) -> Entries:
+        il = idx.tolist()
+        return Entries(
+            {k: v[idx] for k, v in self.arrays.items()},
+            [self.states[i] for i in il],
+            [self.frames[i] for i in il],
+        )
+
+    @staticmethod
+    def concat(a: Entries, b: Entries) -> Entries:
+        return Entries(
+            {k: np.concatenate([a.arrays[k], b.arrays[k]]) for k in a.arrays},
+            a.states + b.states,
+            a.frames + b.frames,
+        )
+
+
+def archive_entries(archive: Archive, frames: list[bytes]) -> Entries:
+    arrays = archive.to_arrays()
+    return Entries(
+        {k: arrays[k].copy() for k in ENTRY_ARRAYS},
+        [bytes(s) for s in archive.state_blobs()],
+        list(frames),
+    )
+
+
+def new_keys(rep: DynamicDownscaleCells, entries: Entries, codec: FrameCodec) -> list[bytes]:
+    """Each entry's key under ``rep`` (DONE_KEY for the DONE entry)."""
+    out: list[bytes] = []
+    done = entries.arrays["is_done"]
+    for s in range(0, len(entries), _CHUNK):
+        idx = [i for i in range(s, min(s + _CHUNK, len(entries))) if not done[i]]
+        keys = {}
+        if idx:
+            stack = np.stack([codec.decompress(entries.frames[i]) for i in idx])
+            rows = rep.keys(stack)
+            keys = {i: rows[j].tobytes() for j, i in enumerate(idx)}
+        out += [keys.get(i, DONE_KEY) for i in range(s, min(s + _CHUNK, len(entries)))]
+    return out
+
+
+def rekey(entries: Entries, keys: list[bytes]) -> tuple[np.ndarray, list[bytes], np.ndarray]:
+    """(winners, their keys, losers): per key the best entry under the accept rule
+    (highest score, then shortest trajectory, then the first), winners in entry order."""
+    n = len(keys)
+    kid: dict[bytes, int] = {}
+    group = np.fromiter((kid.setdefault(k, len(kid)) for k in keys), np.int64, n)
+    score, length = entries.arrays["score"], entries.arrays["traj_len"]
+    order = np.lexsort((np.arange(n), length, -score, group))
+    first = np.ones(n, bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    winners = np.sort(order[first])
+    losers = np.sort(order[~first])
+    return winners, [keys[i] for i in winners.tolist()], losers
+
+
+# --- the master's state --------------------------------------------------------------------------
+@dataclass
+class DynamicState:
+    """The dynamic representation's state on the master (checkpointed)."""
+
+    n_facts: int
+    rep: DynamicDownscaleCells = field(default_factory=DynamicDownscaleCells)
+    frames: list[bytes] = field(default_factory=list)  # per archive cell (DONE: b"")
+    sample: dict[bytes, None] = field(default_factory=dict)  # recent frames, oldest first
+    shadow: Entries | None = None  # entries that lost a merge
+    last: int = 0  # agent steps at the last choice
+    history: list[dict] = field(default_factory=list)
+    codec: FrameCodec = field(default_factory=FrameCodec)
+
+    @classmethod
+    def start(cls, cfg, n_facts: int) -> DynamicState:
+        d = cls(n_facts)
+        d.shadow = Entries.empty(n_facts)
+        return d
+
+    def interval(self, cfg) -> int:
+        """Agent steps from the last choice to the next: dynamic_first, doubling
+        with each choice, up to dynamic_every."""
+        return min(cfg.dynamic_every, cfg.dynamic_first << min(len(self.history), 40))
+
+    def due(self, cfg, frames: int, n_cells: int) -> bool:
+        if frames - self.last > self.interval(cfg):
+            return True
+        return n_cells > cfg.dynamic_max_cells and frames - self.last > cfg.dynamic_first
+
+    def set_frame(self, i: int, blob: bytes) -> None:
+        if i == len(self.frames):
+            self.frames.append(blob)
+        else:
+            self.frames[i] = blob
+
+    def observe(self, blobs: list[bytes], cap: int) -> None:
+        sample = self.sample
+        for b in blobs:
+            if b in sample:
+                continue
+            if len(sample) >= cap:
+                del sample[next(iter(sample))]
+            sample[b] = None
+
+    def sample_stack(self) -> np.ndarray | None:
+        """The sample as one (n, H, W) stack (frames of the most common shape)."""
+        if not self.sample:
+            return None
+        blobs = list(self.sample)
+        shapes = [FrameCodec.shape(b) for b in blobs]
+        common = max(set(shapes), key=shapes.count)
+        return np.stack([self.codec.decompress(b) for b, s in zip(blobs, shapes) if s == common])
+
+    def recompute(
+        self, cfg, archive: Archive, rng: np.random.Generator, frames: int, **archive_args
+    ):
+        """Choose the representation from the sample and re-key ``archive``; returns
+        the new archive (the same one when nothing changed)."""
+        self.last = frames
+        stack = self.sample_stack()
+        self.sample = {}
+        if stack is None or len(stack) < 2:
+            return archive
+        choice = choose(stack, rng, cfg.dynamic_iterations, cfg.split_factor)
+        del stack
+        event = {
+            "frames": frames,
+            "width": choice.params[0],
+            "height": choice.params[1],
+            "levels": choice.params[2],
+            "score": round(choice.score, 6),
+            "sample_frames": choice.frames,
+            "sample_cells": choice.distinct,
+            "cells_before": archive.n,
+            "changed": DynamicDownscaleCells(choice.params) != self.rep,
+        }
+        if event["changed"]:
+            archive = self.apply(choice.params, archive, **archive_args)
+        event["cells_after"] = archive.n
+        self.history.append(event)
+        return archive
+
+    def apply(self, whl, archive: Archive, **archive_args) -> Archive:
+        """Re-key ``archive`` and the shadow entries under ``whl`` (width, height, levels)."""
+        rep = DynamicDownscaleCells(whl)
+        entries = Entries.concat(archive_entries(archive, self.frames), self.shadow)
+        keys = new_keys(rep, entries, self.codec)
+        win, wkeys, lose = rekey(entries, keys)
+        kept = entries.take(win)
+        arrays = dict(kept.arrays)
+        arrays["keys"] = np.array(
+            [np.frombuffer(k, np.uint8) if k else np.zeros(rep.key_size, np.uint8) for k in wkeys],
+            np.uint8,
+        ).reshape(len(wkeys), rep.key_size)
+        new = Archive.from_arrays(
+            rep.key_size, self.n_facts, arrays, kept.states, where="re-keying", **archive_args
+        )
+        new.done_scores.extend(archive.done_scores)
+        new.n_done_episodes = archive.n_done_episodes
+        new.rooms = archive.rooms
+        new.resend_all()
+        self.rep, self.frames, self.shadow = rep, kept.frames, entries.take(lose)
+        return new
+
+    def recompress_states(self, old, new) -> None:
+        """The state codec changed: the shadow entries' states follow."""
+        self.shadow.states = [new.compress(old.decompress(s)) for s in self.shadow.states]
+
+    def memory_bytes(self) -> dict[str, int]:
+        """Bytes held, by part (Python objects included: a list slot and a bytes header)."""
+
+        def held(blobs) -> int:
+            return sum(map(sys.getsizeof, blobs)) + 8 * len(blobs)
+
+        sh = self.shadow
+        return {
+            "frames": held(self.frames),
+            "sample": held(self.sample) + 100 * len(self.sample),  # + dict entries
+            "shadow": held(sh.states) + held(sh.frames) + sum(v.nbytes for v in sh.arrays.values()),
+        }
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    def to_meta(self) -> dict:
+        return {"params": self.rep.params, "last": self.last, "history": self.history}
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        out = {}
+        for name, blobs in (
+            ("frames", self.frames),
+            ("sample", list(self.sample)),
+            ("shadow_states", self.shadow.states),
+            ("shadow_frames", self.shadow.frames),
+        ):
+            out[name] = np.frombuffer(b"".join(blobs), np.uint8)
+            out[name + "_len"] = np.fromiter(map(len, blobs), np.int64, len(blobs))
+        for k, v in self.shadow.arrays.items():
+            out["shadow_" + k] = v
+        return out
+
+    @classmethod
+    def from_checkpoint(cls, meta: dict, arrays: dict, n_cells: int, n_facts: int, where: str):
+        try:
+            params = meta["params"]
+            rep = DynamicDownscaleCells(None if params is None else tuple(params))
+            d = cls(n_facts, rep, last=int(meta["last"]), history=list(meta["history"]))
+
+            def blobs(name):
+                data, lens = arrays[name], arrays[name + "_len"]
+                if lens.ndim != 1 or (lens < 0).any() or int(lens.sum()) != len(data):
+                    raise CheckpointError(f"{where}: {name!r} does not match its lengths")
+                ends = np.cumsum(lens).tolist()
+                raw = data.tobytes()
+                return [raw[a:b] for a, b in zip([0] + ends[:-1], ends)]
+
+            d.frames = blobs("frames")
+            if len(d.frames) != n_cells:
+                raise CheckpointError(f"{where}: {len(d.frames)} frames for {n_cells} cells")
+            d.sample = dict.fromkeys(blobs("sample"))
+            sa = {k: arrays["shadow_" + k] for k in ENTRY_ARRAYS}
+            d.shadow = Entries(sa, blobs("shadow_states"), blobs("shadow_frames"))
+            m = len(d.shadow.states)
+            if len(d.shadow.frames) != m or any(len(v) != m for v in sa.values()):
+                raise CheckpointError(f"{where}: shadow entries of different lengths")
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            if isinstance(e, CheckpointError):
+                raise
+            raise CheckpointError(f"{where}: malformed dynamic-cells state ({e!r})") from None
+        return d

@@ -1,0 +1,184 @@
+"""Dynamic downscaling (goexplore.dynamic, goexplore.cells.dynamic): the
+choice's score against an independent computation, the re-keying against
+keys computed from scratch with cv2, the merge rule, the same archive for 1,
+2 and 3 workers and across kill -9 plus resume, and checkpoints."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from conftest import run_ours
+from runutil import assert_same_run, cli, load_meta, run_args
+from test_crash import _assert_intact, _finish, _kill_run
+from test_dk import _flags, _same_archive, _weights_are_current
+
+from goexplore.cells import DONE_KEY
+from goexplore.cells.downscale import reference_key
+from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
+from goexplore.demos import verify_archive
+from goexplore.dynamic import Entries, choose, distinct_counts, rekey, split_score
+from goexplore.errors import CheckpointError
+from goexplore.phase1 import load_run
+from goexplore.store import RunDir
+
+# small cadences for the toy world (24x33 frames): several choices in a short run
+TOY_DYN = dict(
+    cells="downscale-dynamic",
+    dynamic_first=2_000,
+    dynamic_every=7_000,
+    dynamic_sample_p=0.05,
+    dynamic_iterations=30,
+    episode_end="game",
+)
+
+
+def _rows(frames, whl):
+    return [reference_key(f, *whl) for f in frames]
+
+
+def test_split_score_matches_a_direct_computation():
+    counts = np.array([5, 3, 1, 1])
+    n, factor = 10, 0.3
+    p = [c / n for c in counts]
+    ent = -sum(q * math.log(q) for q in p) / math.log(4)
+    want = ent / math.sqrt(abs(4 - 3) / 3 + 1)
+    assert split_score(counts, n, factor) == pytest.approx(want, rel=1e-12)
+    assert split_score(np.array([10]), 10, 0.3) == 0.0  # one cell: no information
+    # the uniform split into exactly T cells scores 1, the best possible
+    assert split_score(np.full(4, 5), 20, 0.2) == pytest.approx(1.0)
+
+
+def test_choice_counts_cells_like_cv2_and_is_deterministic():
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 256, (6, 40, 30), dtype=np.uint8)
+    frames = np.concatenate([base[rng.integers(0, 6, 60)] for _ in range(1)])
+    frames = frames + rng.integers(0, 3, frames.shape, dtype=np.uint8)  # near-duplicates
+    a = choose(frames, np.random.default_rng(1), 40, 0.125)
+    b = choose(frames, np.random.default_rng(1), 40, 0.125)
+    assert a == b
+    w, h, lv = a.params
+    assert 1 <= w < 30 and 1 <= h < 40 and 2 <= lv <= 255
+    assert a.distinct == len(set(_rows(frames, a.params)))
+    counts = np.array(sorted(np.unique(_rows(frames, a.params), return_counts=True)[1]))
+    assert a.score == pytest.approx(split_score(counts, len(frames), 0.125))
+    assert sorted(distinct_counts(DynamicDownscaleCells(a.params).keys(frames))) == list(counts)
+
+
+def test_rekey_keeps_the_best_entry_per_key():
+    e = Entries(
+        {
+            "score": np.array([1.0, 5.0, 5.0, 5.0, 0.0, 2.0]),
+            "traj_len": np.array([3, 9, 7, 7, 1, 1]),
+        },
+        [b""] * 6,
+        [b""] * 6,
+    )
+    keys = [b"a", b"b", b"b", b"b", b"a", b"c"]
+    win, wkeys, lose = rekey(e, keys)
+    # a: 1.0 beats 0.0; b: 5.0 with the shorter 7, the first of the two; c alone
+    assert win.tolist() == [0, 2, 5] and wkeys == [b"a", b"b", b"c"]
+    assert lose.tolist() == [1, 3, 4]
+
+
+def test_frame_codec_is_lossless():
+    f = np.random.default_rng(0).integers(0, 256, (210, 160), dtype=np.uint8)
+    c = FrameCodec()
+    np.testing.assert_array_equal(c.decompress(c.compress(f)), f)
+    np.testing.assert_array_equal(c.decompress(c.compress(f[:, ::2])), f[:, ::2])
+
+
+def _check_keys_against_frames(p):
+    """Every archived key is cv2's key of the cell's stored frame (exact re-keying)."""
+    d, a = p.dynamic, p.archive
+    assert len(d.frames) == a.n
+    for i in range(a.n):
+        if a.key_of(i) == DONE_KEY:
+            assert d.frames[i] == b""
+            continue
+        frame = d.codec.decompress(d.frames[i])
+        if p.cells.params is None:
+            assert a.key_of(i) == b"\x00"
+        else:
+            assert a.key_of(i) == reference_key(frame, *p.cells.params)
+
+
+def test_toy_dynamic_same_archive_for_1_2_3_workers_and_replays():
+    runs = [run_ours("toy", 2, 30_000, w, **TOY_DYN) for w in (1, 2, 3)]
+    p = runs[0]
+    changes = [e for e in p.dynamic.history if e["changed"]]
+    assert len(p.dynamic.history) >= 3 and len(changes) >= 2, p.dynamic.history
+    assert len(p.dynamic.shadow) > 0  # some entries merged away at a change
+    for q in runs[1:]:
+        _same_archive(p, q)
+        assert q.dynamic.history == p.dynamic.history
+        assert q.dynamic.frames == p.dynamic.frames
+    _weights_are_current(p)
+    _check_keys_against_frames(p)
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+
+
+def test_montezuma_dynamic_keys_match_cv2_and_replay():
+    p = run_ours(
+        "montezuma", 0, 30_000, 2, **dict(TOY_DYN, dynamic_first=5_000, dynamic_every=10_000)
+    )
+    assert p.cells.params is not None and p.archive.n > 5
+    _check_keys_against_frames(p)
+    played, failures = verify_archive("montezuma", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+
+
+def test_dynamic_checkpoint_round_trip_and_damage_is_named(tmp_path):
+    p = run_ours("toy", 1, 20_000, 1, tmp_path / "run", **TOY_DYN)
+    ckpt = p.checkpoint()
+    meta = load_meta(ckpt)
+    assert meta["dynamic"]["params"] == list(p.cells.params)
+    q = load_run(tmp_path / "run")
+    _same_archive(p, q)
+    assert q.cells == p.cells and q.dynamic.history == p.dynamic.history
+    assert q.dynamic.frames == p.dynamic.frames and q.dynamic.sample == p.dynamic.sample
+    assert q.dynamic.shadow.states == p.dynamic.shadow.states
+    # a damaged dynamic.npz is named, not a fresh start
+    f = ckpt / "dynamic.npz"
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    f.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="dynamic.npz"):
+        load_run(tmp_path / "run")
+
+
+def test_recompute_metrics_and_history_are_recorded(tmp_path):
+    p = run_ours("toy", 1, 20_000, 1, tmp_path / "run", **dict(TOY_DYN, log_every_batches=1))
+    rows = RunDir(tmp_path / "run").read_metrics()
+    changed = [e for e in p.dynamic.history if e["changed"]]
+    assert len(changed) >= 2
+    for row in rows:  # each row shows the representation of the last change before it
+        before = [e for e in changed if e["frames"] < row["frames"]]
+        want = [before[-1][k] for k in ("width", "height", "levels")] if before else None
+        assert row["cell_repr"] == want, row
+    assert rows[-1]["cell_repr"] == list(p.cells.params)
+
+
+def test_kill_dynamic_run_resumes_to_the_same_result(tmp_path):
+    """kill -9 mid-run and at two injection points of a run that re-keys its
+    archive, then resume: the same archive, frames, sample and history."""
+    cfg = dict(env="toy", seed=3, frames=40_000, workers=2, ckpt_every=4_000, chunk=1_500)
+    cfg["extra"] = tuple(_flags(TOY_DYN))
+    base = tmp_path / "baseline"
+    t0 = time.perf_counter()
+    r = cli(run_args(base, resume=False, **cfg))
+    wall = time.perf_counter() - t0
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = tmp_path / "run"
+    for kind, arg in [("time", 0.5 * wall), ("ckpt-rename", 2), ("ckpt-publish", 1)]:
+        killed, _ = _kill_run(d, kind, arg, cfg)
+        assert killed, f"{kind}:{arg} was not reached"
+        _assert_intact(d, f"after kill at {kind}:{arg}")
+    _finish(d, cfg)
+    assert_same_run(d, base)
+    a, b = (RunDir(x).latest_checkpoint() for x in (d, base))
+    assert load_meta(a)["dynamic"] == load_meta(b)["dynamic"]
+    assert (a / "dynamic.npz").read_bytes() == (b / "dynamic.npz").read_bytes()
