@@ -19,6 +19,14 @@ Where the settings come from:
   cell improves. The episode still ends at a life loss, as there.
 * ``pitfall-dk`` — the Pitfall domain-knowledge run (``phase1_pitfall.sh``):
   cells (scene, treasures left, x, y); seen weight 1 and nothing else.
+* ``downscale-dynamic`` — the no-domain-knowledge run of the Nature paper (the
+  original code's ``phase1_downscaled.sh``): the downscale re-chosen from recent
+  frames (:mod:`goexplore.dynamic`), split factor 0.125, seen weight 1, counters
+  reset on update. The paper ends an episode only at game over; here a life
+  loss ends it, because that found more at our budgets (Montezuma seed 0 at 1M
+  agent steps: 2,500 points and 5 rooms against 400 and 3 rooms). The paper's
+  cadence (one choice after 10,000 steps, then every 10M of a 500M-step run) is
+  scaled to runs of millions of steps (see ``goexplore.dynamic``).
 """
 
 from __future__ import annotations

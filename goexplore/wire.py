@@ -84,6 +84,7 @@ _BY_GROUP = tuple(
 )
 _BYTES_OF = {i: [k for k, f in enumerate(_BYTES) if _GI[f.size] == i] for i in range(len(_GROUPS))}
 _BYTES_GROUPS = tuple(_GI[f.size] for f in _BYTES)
+_MEMBERS = tuple(f for f in EPISODE if f.size != "episode" and f.name != _LEADER[f.size])
 
 
 def encode_results(raws: list[dict], nf: int) -> bytes:
@@ -95,7 +96,14 @@ def encode_results(raws: list[dict], nf: int) -> bytes:
     lens = {f.name: array("i") for f in _BYTES}
     blobs: dict[str, list[bytes]] = {f.name: [] for f in _BYTES}
     for raw in raws:
-        table.extend(len(raw[_LEADER[g]]) for g in _GROUPS)
+        sizes = [len(raw[_LEADER[g]]) for g in _GROUPS]
+        for f in _MEMBERS:  # a short column would shift every later one: refuse it
+            if len(raw[f.name]) != sizes[_GI[f.size]]:
+                raise ValueError(
+                    f"episode result field {f.name!r} has {len(raw[f.name])} items, "
+                    f"its group {f.size!r} has {sizes[_GI[f.size]]}"
+                )
+        table.extend(sizes)
         for f in _SCALARS_BY_WIDTH:
             scalars[f.name].append(raw[f.name])
         for f in _ARRAYS:

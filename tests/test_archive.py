@@ -419,9 +419,10 @@ def test_several_results_in_one_message():
             cand_lives=[3, 2],
             cand_facts=[(1, 2), (3, 4)],
             cand_states=[b"s1", b"state2"],
+            cand_frames=[b"", b"frame"],
             new_keys=[b"k" * KEY_SIZE],
         ),
-        _raw(index=6, new_keys=[b"", b"x"]),
+        _raw(index=6, new_keys=[b"", b"x"], sample_frames=[b"f"]),
     ]
     got = decode_results(encode_results(raws, 2))
     assert [r.index for r in got] == [4, 5, 6]
@@ -477,6 +478,27 @@ def test_results_of_a_game_without_facts_cross_the_wire():
 
     raw = _raw(index=1, actions=bytearray([2, 3]), cand_ids=[-1], cand_steps=[2], cand_t=[1],
                cand_first=[True], cand_score=[5.0], cand_lives=[3], cand_facts=[()],
-               cand_states=[b"s"], new_keys=[b"k"])  # fmt: skip
+               cand_states=[b"s"], cand_frames=[b""], new_keys=[b"k"])  # fmt: skip
     (res,) = decode_results(encode_results([raw], 0))
     assert res.cand_facts.shape == (1, 0) and res.raw()["cand_facts"] == [()]
+
+
+def test_a_short_column_is_refused_not_shifted():
+    """A candidate column with fewer items than its group would misalign every later
+    column of the message: the encoder names it instead."""
+    from goexplore.wire import encode_results
+
+    raw = _raw(
+        actions=bytearray([1]),
+        cand_ids=[-1],
+        cand_steps=[1],
+        cand_t=[0],
+        cand_first=[True],
+        cand_score=[0.0],
+        cand_lives=[3],
+        cand_facts=[(1, 2)],
+        cand_states=[b"s"],
+        new_keys=[b"k"],
+    )  # no cand_frames
+    with pytest.raises(ValueError, match="cand_frames"):
+        encode_results([raw], 2)

@@ -182,3 +182,43 @@ def test_kill_dynamic_run_resumes_to_the_same_result(tmp_path):
     a, b = (RunDir(x).latest_checkpoint() for x in (d, base))
     assert load_meta(a)["dynamic"] == load_meta(b)["dynamic"]
     assert (a / "dynamic.npz").read_bytes() == (b / "dynamic.npz").read_bytes()
+
+
+def test_generic_game_just_works_with_the_preset_and_the_report_shows_the_choices(tmp_path):
+    """`--env venture --preset downscale-dynamic`: no per-game settings needed; the
+    report draws the representation over time and lists every choice."""
+    from runutil import final_json
+
+    from goexplore.report.build import build_report
+
+    d = tmp_path / "venture"
+    r = cli(
+        [
+            "run",
+            "--env",
+            "venture",
+            "--preset",
+            "downscale-dynamic",
+            "--total-frames",
+            "12000",
+            "--dynamic-first",
+            "2000",
+            "--n-workers",
+            "1",
+            "--run-dir",
+            str(d),
+        ]
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "cells: now " in r.stdout  # each choice is reported as it happens
+    final = final_json(d)
+    assert final["verified"] and final["preset"] == "downscale-dynamic"
+    dyn = final["dynamic_cells"]
+    assert dyn["changes"] >= 1 and dyn["cell_repr"] is not None
+    assert dyn["frame_bytes_per_cell"] > 0
+    rep = build_report(d, video=False, log=lambda *a: None)
+    page = rep.html.read_text()
+    assert rep.representation_png is not None and rep.representation_png.stat().st_size > 1000
+    assert "Cell representation" in page
+    w, h, lv = dyn["cell_repr"]
+    assert f"{w}×{h}×{lv + 1}" in page
