@@ -222,3 +222,23 @@ def test_generic_game_just_works_with_the_preset_and_the_report_shows_the_choice
     assert "Cell representation" in page
     w, h, lv = dyn["cell_repr"]
     assert f"{w}×{h}×{lv + 1}" in page
+
+
+def test_schedule_doubles_up_to_every_and_the_sample_rotates():
+    from goexplore.config import Config
+    from goexplore.dynamic import DynamicState
+
+    cfg = Config(
+        cells="downscale-dynamic", dynamic_first=10, dynamic_every=50, dynamic_max_cells=100
+    )
+    d = DynamicState.start(cfg, 0)
+    got = []
+    for _ in range(6):
+        got.append(d.interval(cfg))
+        d.history.append({})
+    assert got == [10, 20, 40, 50, 50, 50]
+    d.last = 1000
+    assert not d.due(cfg, 1050, 100) and d.due(cfg, 1051, 100)
+    assert not d.due(cfg, 1010, 101) and d.due(cfg, 1011, 101)  # over the cap: soon
+    d.observe([b"a", b"b", b"a", b"c", b"d"], cap=3)  # duplicates skipped, oldest out
+    assert list(d.sample) == [b"b", b"c", b"d"]
