@@ -7,15 +7,19 @@ a group such as the candidates). That schema drives both the encoder and the
 decoder and defines :class:`EpisodeResult`'s attributes, so adding a field is
 one row here plus the worker code that fills it.
 
-A message holds several episodes (a worker's chunk), column by column, so the
-master decodes it with a handful of numpy calls: a table of per-episode group
-sizes, the per-episode scalars, then every column's values for all episodes
-together, widest dtype first (every block stays aligned), then the lengths and
-bytes of the byte-string columns.
+A message holds several episodes (a worker's chunk), column by column: a
+table of per-episode group sizes and the per-episode scalars (one struct
+read), then every array column's values for all episodes together, widest
+dtype first (every column stays aligned), then the lengths and bytes of the
+byte-string columns. Decoding costs about one numpy call per nonempty column
+per message, so a message of one short episode stays cheap (the master's
+main per-step cost before).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import struct
 from array import array
 from dataclasses import dataclass, field
@@ -73,17 +77,20 @@ _HDR = struct.Struct("<II")  # episodes, facts per item
 _EMPTY = {f.name: np.zeros(0, f.dtype) for f in _ARRAYS}
 _GI = {g: i for i, g in enumerate(_GROUPS)}
 _SCALARS_BY_WIDTH = tuple(sorted(_SCALARS, key=lambda f: -np.dtype(f.dtype).itemsize))
-_SCALAR_DTYPES = tuple(np.dtype(f.dtype) for f in _SCALARS_BY_WIDTH)
-# one block per dtype: (dtype, [(group index, per_item)] of its columns)
-_BLOCKS = tuple(
-    (np.dtype(dt), [(_GI[f.size], f.per_item) for f in _ARRAYS if f.dtype == dt]) for dt in _DTYPES
-)
 # decoding order: per group (in _GROUPS order), its array columns then its byte strings
 _BY_GROUP = tuple(
     (i, [k for k, f in enumerate(_ARRAYS) if _GI[f.size] == i]) for i in range(len(_GROUPS))
 )
 _BYTES_OF = {i: [k for k, f in enumerate(_BYTES) if _GI[f.size] == i] for i in range(len(_GROUPS))}
 _BYTES_GROUPS = tuple(_GI[f.size] for f in _BYTES)
+_NG = len(_GROUPS)
+_STRUCT_CODE = {"f8": "d", "i4": "i", "i2": "h", "u1": "B", "?": "?"}
+# per array column (in message order): its group, dtype, item size, per_item
+_COLS = tuple(
+    (_GI[f.size], np.dtype(f.dtype), np.dtype(f.dtype).itemsize, f.per_item) for f in _ARRAYS
+)
+# an episode's group values in decoding order: per group, its array and byte-string columns
+_ORDER = tuple((g, tuple(members), tuple(_BYTES_OF[g])) for g, members in _BY_GROUP)
 _MEMBERS = tuple(f for f in EPISODE if f.size != "episode" and f.name != _LEADER[f.size])
 
 
@@ -134,66 +141,86 @@ def _pad(offset: int) -> int:
     return -offset % 8
 
 
+@functools.lru_cache(maxsize=64)
+def _head(ne: int) -> struct.Struct:
+    """The group-size table and the scalars of an ``ne``-episode message, after its header."""
+    codes = "".join(f"{ne}{_STRUCT_CODE[f.dtype]}" for f in _SCALARS_BY_WIDTH)
+    return struct.Struct(f"<{_NG * ne}i{codes}")
+
+
+@functools.lru_cache(maxsize=8)
+def _empties(nf: int) -> tuple:
+    """Each array column's value for an episode with none of its items."""
+    return tuple(_empty(f, nf) for f in _ARRAYS)
+
+
 def decode_results(buf) -> list[EpisodeResult]:
-    """The episode results of one :func:`encode_results` message (numpy views into it)."""
+    """The episode results of one :func:`encode_results` message (numpy views into it).
+
+    Its cost is mostly per message, so it is kept to a few calls per nonempty
+    column: most messages hold one short episode."""
     mv = memoryview(buf)
     ne, nf = _HDR.unpack_from(mv)
-    o = _HDR.size
-    ng = len(_GROUPS)
-    table = np.frombuffer(mv, np.int32, ng * ne, o).reshape(ne, ng)
-    o += 4 * ng * ne
-    scalars = []
-    for dt in _SCALAR_DTYPES:
-        scalars.append(np.frombuffer(mv, dt, ne, o).tolist())
-        o += dt.itemsize * ne
+    head = _head(ne)
+    vals = head.unpack_from(mv, _HDR.size)
+    o = _HDR.size + head.size
     o += _pad(o)
-    bounds = np.zeros((ne + 1, ng), np.int64)
-    np.cumsum(table, axis=0, out=bounds[1:])
-    totals = bounds[-1].tolist()
-    starts = bounds.T.tolist()  # per group: where each episode's items start
-    cols = []
-    for dt, members in _BLOCKS:  # one read per dtype, split into its columns
-        sizes = [totals[g] * (nf if per_item else 1) for g, per_item in members]
-        block = np.frombuffer(mv, dt, sum(sizes), o)
-        o += block.nbytes
-        j = 0
-        for (g, per_item), n in zip(members, sizes):
-            cols.append(block[j : j + n].reshape(totals[g], nf) if per_item else block[j : j + n])
-            j += n
-    offs = []
-    lens = np.frombuffer(mv, np.int32, sum(totals[g] for g in _BYTES_GROUPS), o)
-    o += lens.nbytes
-    ends = (o + np.cumsum(lens)).tolist()
+    sizes = [vals[g : _NG * ne : _NG] for g in range(_NG)]  # per group, per episode
+    totals = [sum(s) for s in sizes]
+    p = _NG * ne
+    scalars = [vals[p + k * ne : p + (k + 1) * ne] for k in range(len(_SCALARS))]
+    cols: list = []
+    for g, dt, size, per_item in _COLS:
+        n = totals[g]
+        if not n:
+            cols.append(None)
+            continue
+        if per_item:
+            cols.append(np.frombuffer(mv, dt, n * nf, o).reshape(n, nf))
+            o += size * n * nf
+        else:
+            cols.append(np.frombuffer(mv, dt, n, o))
+            o += size * n
+    nb = sum(totals[g] for g in _BYTES_GROUPS)
+    lens = struct.unpack_from(f"<{nb}i", mv, o) if nb else ()
+    o += 4 * nb
+    items: list = []
     j = 0
-    for g in _BYTES_GROUPS:  # per byte-string column: where each item starts
-        offs.append([ends[j - 1] if j else o] + ends[j : j + totals[g]])
-        o = offs[-1][-1]
+    data = buf if type(buf) is bytes else bytes(mv)  # slices of bytes are bytes: one call each
+    for g in _BYTES_GROUPS:
+        out_g = []
+        for ln in lens[j : j + totals[g]]:
+            out_g.append(data[o : o + ln])
+            o += ln
+        items.append(out_g)
         j += totals[g]
     if o != len(mv):
         raise RuntimeError(f"internal error: results message of {len(mv)} bytes, decoded {o}")
-    # per group: its array columns (with their empty value) and byte-string items
-    groups = []
-    for g, members in _BY_GROUP:
-        arrs = [(cols[k], _empty(_ARRAYS[k], nf)) for k in members]
-        items = [[bytes(mv[a:b]) for a, b in zip(offs[k], offs[k][1:])] for k in _BYTES_OF[g]]
-        groups.append((starts[g], arrs, items))
+    empties = _empties(nf)
     make = _make_result
+    if ne == 1:
+        args = [s[0] for s in scalars]
+        for g, members, bcols in _ORDER:
+            if totals[g]:
+                args += [cols[k] for k in members]
+                args += [items[k] for k in bcols]
+            else:
+                args += [empties[k] for k in members]
+                args += [[] for _ in bcols]
+        return [make(*args)]
+    starts = [list(itertools.accumulate(s, initial=0)) for s in sizes]
     out = []
     for e in range(ne):
-        vals = [values[e] for values in scalars]
-        for st, arrs, items in groups:
-            a, b = st[e], st[e + 1]
+        args = [s[e] for s in scalars]
+        for g, members, bcols in _ORDER:
+            a, b = starts[g][e], starts[g][e + 1]
             if a == b:
-                for _, empty in arrs:
-                    vals.append(empty)
-                for _ in items:
-                    vals.append([])
+                args += [empties[k] for k in members]
+                args += [[] for _ in bcols]
             else:
-                for col, _ in arrs:
-                    vals.append(col[a:b])
-                for it in items:
-                    vals.append(it[a:b])
-        out.append(make(*vals))
+                args += [cols[k][a:b] for k in members]
+                args += [items[k][a:b] for k in bcols]
+        out.append(make(*args))
     return out
 
 
