@@ -273,7 +273,6 @@ class ExperienceLog:
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
         self.chunk_size = chunk_size
-        self._steps = np.arange(256, dtype=np.int64)  # 0, 1, ... (prev links), grown on demand
         self.count = 0  # entries ever appended
         self.n_flushed = 0  # chunks written out
         self.digests: list[str] = []  # SHA-256 of each flushed chunk file
@@ -282,7 +281,11 @@ class ExperienceLog:
         self._new_chunk()
 
     def _new_chunk(self) -> None:
-        self.cur = {name: np.empty(self.chunk_size, dtype=dt) for name, dt in FIELDS}
+        # filled ahead with what most entries hold (prev: the entry before; no reward, not
+        # done), so an episode appended in place writes only its first link and its actions
+        self.cur = {name: np.zeros(self.chunk_size, dtype=dt) for name, dt in FIELDS}
+        base = self.n_flushed * self.chunk_size
+        self.cur["prev"][:] = np.arange(base - 1, base - 1 + self.chunk_size, dtype=np.int64)
         self.fill = 0
 
     def append_episode(
@@ -297,21 +300,14 @@ class ExperienceLog:
         if n == 0:  # nothing to log (and no last step to mark)
             return first
         f = self.fill
-        if f + n <= self.chunk_size:  # the common case: written in place
-            if n > len(self._steps):
-                self._steps = np.arange(2 * n, dtype=np.int64)
+        if f + n <= self.chunk_size:  # the common case: written in place (see _new_chunk)
             cur = self.cur
-            prev = cur["prev"]
-            np.add(self._steps[:n], first - 1, out=prev[f : f + n])
-            prev[f] = prev0
+            cur["prev"][f] = prev0
             cur["act"][f : f + n] = actions
-            rew = cur["rew"]
-            rew[f : f + n] = 0.0
             if len(rew_t):
-                rew[f + rew_t] = rew_v
-            done = cur["done"]
-            done[f : f + n] = 0
-            done[f + n - 1] = done_last
+                cur["rew"][f + rew_t] = rew_v
+            if done_last:
+                cur["done"][f + n - 1] = 1
             self.fill = f + n
             self.count += n
             if self.fill == self.chunk_size:
