@@ -6,7 +6,6 @@ keys computed from scratch with cv2, the merge rule, the same archive for 1,
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -168,12 +167,10 @@ def test_kill_dynamic_run_resumes_to_the_same_result(tmp_path):
     cfg = dict(env="toy", seed=3, frames=40_000, workers=2, ckpt_every=4_000, chunk=1_500)
     cfg["extra"] = tuple(_flags(TOY_DYN))
     base = tmp_path / "baseline"
-    t0 = time.perf_counter()
     r = cli(run_args(base, resume=False, **cfg))
-    wall = time.perf_counter() - t0
     assert r.returncode == 0, r.stdout + r.stderr
     d = tmp_path / "run"
-    for kind, arg in [("time", 0.5 * wall), ("ckpt-rename", 2), ("ckpt-publish", 1)]:
+    for kind, arg in [("chunks", 8), ("ckpt-rename", 2), ("ckpt-publish", 1)]:
         killed, _ = _kill_run(d, kind, arg, cfg)
         assert killed, f"{kind}:{arg} was not reached"
         _assert_intact(d, f"after kill at {kind}:{arg}")
