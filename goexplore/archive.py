@@ -72,6 +72,7 @@ _FIELDS = {
 _GROW = 1.25
 DONE_SCORES_KEPT = 200  # end-of-episode scores kept (and checkpointed) for logging
 _COMPACT_AT = 0.10  # compact the state arena when this share of it is garbage
+_NIBBLES = bytes(range(16))  # the byte values a nibble-packed key can hold
 
 
 class Capture:
@@ -271,7 +272,7 @@ class Archive:
         if len(key) != self.key_size:
             return -1
         if self._nibbles:
-            if max(key) >= 16:  # every stored key value is below 16
+            if key.translate(None, _NIBBLES):  # every stored key value is below 16
                 return -1
             pk = self._pack(key)
         else:
@@ -505,14 +506,19 @@ class Archive:
         np.add.at(self.chosen_since_new, ids, 1)
         if self.params.pick_counters:
             self._touched.append(ids)
-        picks = ids.tolist()
+        mv = memoryview(self._arena)  # one copy per state (released before any add)
+        states = [
+            bytes(mv[o : o + ln])
+            for o, ln in zip(self.state_off[ids].tolist(), self.state_len[ids].tolist())
+        ]
+        del mv
         return Capture(
-            picks,
+            ids.tolist(),
             self.score[ids].tolist(),
             self.traj_len[ids].tolist(),
             self.traj_last[ids].tolist(),
             self.lives[ids].tolist(),
-            [self.state(i) for i in picks],
+            states,
         )
 
     # --- the accept rule -----------------------------------------------------------------
