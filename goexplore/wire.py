@@ -198,17 +198,11 @@ def decode_results(buf) -> list[EpisodeResult]:
         raise RuntimeError(f"internal error: results message of {len(mv)} bytes, decoded {o}")
     empties = _empties(nf)
     make = _make_result
+    # per group, where each episode's items start (most messages hold one episode)
     if ne == 1:
-        args = [s[0] for s in scalars]
-        for g, members, bcols in _ORDER:
-            if totals[g]:
-                args += [cols[k] for k in members]
-                args += [items[k] for k in bcols]
-            else:
-                args += [empties[k] for k in members]
-                args += [[] for _ in bcols]
-        return [make(*args)]
-    starts = [list(itertools.accumulate(s, initial=0)) for s in sizes]
+        starts = [(0, t) for t in totals]
+    else:
+        starts = [list(itertools.accumulate(s, initial=0)) for s in sizes]
     out = []
     for e in range(ne):
         args = [s[e] for s in scalars]
@@ -217,6 +211,9 @@ def decode_results(buf) -> list[EpisodeResult]:
             if a == b:
                 args += [empties[k] for k in members]
                 args += [[] for _ in bcols]
+            elif b - a == totals[g]:  # the whole column (always, in a one-episode message)
+                args += [cols[k] for k in members]
+                args += [items[k] for k in bcols]
             else:
                 args += [cols[k][a:b] for k in members]
                 args += [items[k][a:b] for k in bcols]
