@@ -62,7 +62,7 @@ def test_toy_report_files_and_page(toy_report):
     html = rep.html.read_text()
     for name in ("curves.png", "map.png", "map_visits.png", "best.mp4", "best.gif", "index.html"):
         assert (rep.out_dir / name).stat().st_size > 0, name
-    for heading in ("Curves", "Map", "Best trajectory", "Top 6 cells"):
+    for heading in ("Curves", "Cells by room", "Map", "Best trajectory", "Top 6 cells"):
         assert f"<h2>{heading}</h2>" in html
     # self-contained: every image is a data URI; the only file referenced is the sibling MP4
     srcs = re.findall(r'src="([^"]*)"', html)
@@ -84,6 +84,37 @@ def test_top_cells_order(toy_report):
     assert keys == sorted(keys)
     assert not any(a.is_done[i] for i in ids)
     assert a.score[ids[0]] == a.max_archive_score
+
+
+def test_cells_by_room_against_the_archive(toy_report):
+    """The per-room table, checked against counts and weights computed here from the
+    checkpoint's arrays (the toy run selects by 1/sqrt(seen + 1), DONE weighs 0)."""
+    rd, rep, _ = toy_report
+    p1 = load_run(rd)
+    a, names = p1.archive, list(p1.fact_names)
+    live = ~a.is_done[: a.n]
+    room = a.facts[: a.n, names.index("room")][live]
+    level = a.facts[: a.n, names.index("level")][live]
+    w = 1.0 / np.sqrt(a.seen[: a.n][live] + 1.0)
+    score, seen = a.score[: a.n][live], a.seen[: a.n][live]
+    want = {}
+    for lv, rm in sorted(set(zip(level.tolist(), room.tolist()))):
+        m = (level == lv) & (room == rm)
+        want[(lv, rm)] = (
+            int(m.sum()),
+            w[m].sum() / w.sum(),
+            score[m].max(),
+            np.median(seen[m]),
+        )
+    assert len(want) >= 2  # the toy run reaches more than one room
+    got = {(r.level, r.room): (r.cells, r.pick_share, r.max_score, r.median_seen) for r in rep.rooms}
+    assert got.keys() == want.keys()
+    for k, (cells, share, best, med) in want.items():
+        assert got[k][0] == cells and got[k][2] == best and got[k][3] == med
+        assert got[k][1] == pytest.approx(share, rel=1e-9)
+    html = rep.html.read_text()
+    row = rep.rooms[0]
+    assert f"<td>{row.room}</td><td>{row.cells:,}</td>" in html
 
 
 def test_video_has_one_frame_per_step_plus_reset(toy_report):

@@ -47,6 +47,18 @@ class MapImage:
 
 
 @dataclass
+class RoomRow:
+    """The archive's cells in one room: how many, and how much of the selection."""
+
+    level: int | None
+    room: int
+    cells: int
+    pick_share: float  # the chance that the next cell picked lies in this room
+    max_score: float
+    median_seen: float
+
+
+@dataclass
 class Report:
     out_dir: Path
     html: Path
@@ -58,6 +70,7 @@ class Report:
     best_cell: int | None = None
     best_length: int = 0
     top: list[TopCell] = field(default_factory=list)
+    rooms: list[RoomRow] = field(default_factory=list)
     seconds: float = 0.0
     representation_png: Path | None = None  # dynamic cells: the downscale over time
 
@@ -85,6 +98,38 @@ def top_cells(archive, n: int) -> list[int]:
     live = np.flatnonzero(~archive.is_done[: archive.n])
     order = np.lexsort((live, archive.traj_len[live], -archive.score[live]))
     return [int(i) for i in live[order[:n]]]
+
+
+def room_rows(archive, names: tuple[str, ...], room_fact: str | None, level_fact: str | None):
+    """Per (level, room): the live cells, their share of the selection weight,
+    best score and median times seen; [] for a game without a room fact."""
+    n = archive.n
+    if room_fact is None or room_fact not in names or not n:
+        return []
+    live = ~archive.is_done[:n]
+    weights = archive.weights_of(np.arange(n))
+    total = float(weights.sum())
+    room = archive.facts[:n, names.index(room_fact)]
+    if level_fact in names:
+        level = archive.facts[:n, names.index(level_fact)]
+    else:
+        level = None
+    places = np.stack([room if level is None else level, room], axis=1)[live]
+    ids = np.flatnonzero(live)
+    out = []
+    for lv, rm in np.unique(places, axis=0).tolist():
+        sel = ids[(places[:, 0] == lv) & (places[:, 1] == rm)]
+        out.append(
+            RoomRow(
+                None if level is None else int(lv),
+                int(rm),
+                len(sel),
+                float(weights[sel].sum()) / total if total > 0 else 0.0,
+                float(archive.score[sel].max()),
+                float(np.median(archive.seen[sel])),
+            )
+        )
+    return out
 
 
 def curve_rows(rows: list[dict], phase1) -> list[dict]:
@@ -245,6 +290,8 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
                     fname = f"map{suffix}.png" if colour == "score" else f"map_visits{suffix}.png"
                     (out / fname).write_bytes(png)
                     rep.maps.append(MapImage(int(lev), colour, png, fname, sorted(shots)))
+
+    rep.rooms = room_rows(a, names, phase1.room_fact, phase1.level_fact)
 
     # page ------------------------------------------------------------------------------
     rep.seconds = time.perf_counter() - t0

@@ -107,6 +107,9 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
     if rep.representation_png is not None:
         out += _representation(phase1, rep)
 
+    if rep.rooms:
+        out += _rooms(phase1, rep.rooms)
+
     if rep.maps:
         out.append("<h2>Map</h2>")
         out.append(
@@ -208,6 +211,33 @@ def _representation(phase1, rep) -> list[str]:
             f"<td>{e['sample_frames']:,}</td><td>{e['sample_cells']:,}</td>"
             f"<td>{e['score']:.3f}</td><td>{e['cells_before']:,} → {e['cells_after']:,}</td>"
             f"<td>{'yes' if e['changed'] else 'no'}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _rooms(phase1, rows) -> list[str]:
+    """Where the archive's cells are, room by room, and where selection sends the workers."""
+    levels = rows[0].level is not None
+    out = [
+        "<h2>Cells by room</h2>",
+        '<p class="note">The archive\'s cells in each room (the game\'s '
+        f"{escape(phase1.room_fact)} fact), and the chance that the next cell picked for "
+        "exploration lies in that room (its share of the selection weight). A room with "
+        "many cells and few new finds takes picks away from the frontier.</p>",
+        "<table><tr>"
+        + ("<th>level</th>" if levels else "")
+        + "<th>room</th><th>cells</th><th>share of cells</th><th>share of picks</th>"
+        "<th>best score</th><th>median times seen</th></tr>",
+    ]
+    n = sum(r.cells for r in rows)
+    for r in rows:
+        out.append(
+            "<tr>"
+            + (f"<td>{_fact('level', r.level)}</td>" if levels else "")
+            + f"<td>{r.room}</td><td>{r.cells:,}</td><td>{100 * r.cells / n:.1f}%</td>"
+            f"<td>{100 * r.pick_share:.1f}%</td><td>{_score(r.max_score)}</td>"
+            f"<td>{r.median_seen:,.0f}</td></tr>"
         )
     out.append("</table>")
     return out
