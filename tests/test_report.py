@@ -107,7 +107,9 @@ def test_cells_by_room_against_the_archive(toy_report):
             np.median(seen[m]),
         )
     assert len(want) >= 2  # the toy run reaches more than one room
-    got = {(r.level, r.room): (r.cells, r.pick_share, r.max_score, r.median_seen) for r in rep.rooms}
+    got = {
+        (r.level, r.room): (r.cells, r.pick_share, r.max_score, r.median_seen) for r in rep.rooms
+    }
     assert got.keys() == want.keys()
     for k, (cells, share, best, med) in want.items():
         assert got[k][0] == cells and got[k][2] == best and got[k][3] == med

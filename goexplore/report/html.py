@@ -221,7 +221,7 @@ def _rooms(phase1, rows) -> list[str]:
     levels = rows[0].level is not None
     out = [
         "<h2>Cells by room</h2>",
-        '<p class="note">The archive\'s cells in each room (the game\'s '
+        "<p class=\"note\">The archive's cells in each room (the game's "
         f"{escape(phase1.room_fact)} fact), and the chance that the next cell picked for "
         "exploration lies in that room (its share of the selection weight). A room with "
         "many cells and few new finds takes picks away from the frontier.</p>",
