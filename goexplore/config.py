@@ -88,6 +88,11 @@ class Config:
     split_factor: float = _f(
         0.125, "downscale-dynamic: target cells per sampled frame (paper: 0.125)"
     )
+    dynamic_keep: float = _f(
+        0.0,
+        "downscale-dynamic: keep the current downscale unless the search's best scores "
+        "more than (1 + this) times it on the same sample (paper: 0, always take the best)",
+    )
     episode_end: str = _f(
         "life", "an exploration episode ends at a life loss ('life') or game over ('game')"
     )
@@ -169,6 +174,10 @@ class Config:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 < v <= 1.0:
                 p.append(f"{name.replace('_', '-')}: must be in (0, 1], got {v!r}")
+        if not isinstance(self.dynamic_keep, (int, float)) or not 0.0 <= self.dynamic_keep < float(
+            "inf"
+        ):
+            p.append(f"dynamic-keep: must be a finite number >= 0, got {self.dynamic_keep!r}")
         if self.ckpt_every < 0:
             p.append(f"ckpt-every: must be >= 0, got {self.ckpt_every}")
         if self.backend not in BACKENDS:

@@ -13,6 +13,10 @@ of recent frames, and re-key the archive when it changes.
   distinct cells and ``T = split_factor * frames sampled`` (:func:`split_score`).
   It draws from the master generator, at a batch boundary: the same seed gives
   the same choices whatever the workers.
+* **Keeping** (``dynamic_keep``, not in the paper; 0 turns it off): the current
+  downscale is scored on the same sample, and stays unless the search's best
+  scores more than ``1 + dynamic_keep`` times as much. Each choice then re-keys
+  (and merges) only when the sample has really outgrown the current cells.
 * **When:** first after ``dynamic_first`` agent steps; then the interval
   doubles (``dynamic_first`` x 2, x 4, ...) up to ``dynamic_every``, after
   which it stays there; and at once when the archive holds more than
@@ -246,6 +250,12 @@ class DynamicState:
         if stack is None or len(stack) < 2:
             return archive
         choice = choose(stack, rng, cfg.dynamic_iterations, cfg.split_factor)
+        best = choice
+        if cfg.dynamic_keep > 0 and self.rep.params is not None:
+            counts = distinct_counts(self.rep.keys(stack))
+            score = split_score(counts, len(stack), cfg.split_factor)
+            if choice.score <= score * (1 + cfg.dynamic_keep):
+                choice = Choice(self.rep.params, score, len(counts), len(stack), 0)
         del stack
         event = {
             "frames": frames,
@@ -258,6 +268,14 @@ class DynamicState:
             "cells_before": archive.n,
             "changed": DynamicDownscaleCells(choice.params) != self.rep,
         }
+        if best is not choice:  # kept (--dynamic-keep): the search's best, not taken
+            event["kept_over"] = {
+                "width": best.params[0],
+                "height": best.params[1],
+                "levels": best.params[2],
+                "score": round(best.score, 6),
+                "sample_cells": best.distinct,
+            }
         if event["changed"]:
             archive = self.apply(choice.params, archive, **archive_args)
         event["cells_after"] = archive.n

@@ -149,11 +149,18 @@ def test_dynamic_checkpoint_round_trip_and_damage_is_named(tmp_path):
         load_run(tmp_path / "run")
 
 
-def test_recompute_metrics_and_history_are_recorded(tmp_path):
-    p = run_ours("toy", 1, 20_000, 1, tmp_path / "run", **dict(TOY_DYN, log_every_batches=1))
+@pytest.mark.parametrize("keep", [0.0, 0.05])
+def test_recompute_metrics_and_history_are_recorded(tmp_path, keep):
+    flags = dict(TOY_DYN, log_every_batches=1, dynamic_keep=keep)
+    p = run_ours("toy", 1, 20_000, 1, tmp_path / "run", **flags)
     rows = RunDir(tmp_path / "run").read_metrics()
     changed = [e for e in p.dynamic.history if e["changed"]]
-    assert len(changed) >= 2
+    assert len(changed) >= (1 if keep else 2)
+    for e in p.dynamic.history[1:]:  # after the first choice, a kept one names what it beat
+        if "kept_over" in e:
+            assert not e["changed"] and e["kept_over"]["score"] <= e["score"] * (1 + keep)
+    if keep:
+        assert any("kept_over" in e for e in p.dynamic.history), p.dynamic.history
     for row in rows:  # each row shows the representation of the last change before it
         before = [e for e in changed if e["frames"] < row["frames"]]
         want = [before[-1][k] for k in ("width", "height", "levels")] if before else None
@@ -239,3 +246,46 @@ def test_schedule_doubles_up_to_every_and_the_sample_rotates():
     assert not d.due(cfg, 1010, 101) and d.due(cfg, 1011, 101)  # over the cap: soon
     d.observe([b"a", b"b", b"a", b"c", b"d"], cap=3)  # duplicates skipped, oldest out
     assert list(d.sample) == [b"b", b"c", b"d"]
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.01, 10.0])
+def test_keep_margin_keeps_the_current_downscale_unless_clearly_beaten(margin):
+    """--dynamic-keep: the current downscale, scored on the same sample (here with cv2's
+    keys), stays unless the search's best beats it by more than the margin."""
+    from types import SimpleNamespace
+
+    from goexplore.config import Config
+    from goexplore.dynamic import DynamicState
+
+    cfg = Config(cells="downscale-dynamic", dynamic_iterations=30, dynamic_keep=margin)
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 256, (8, 40, 30), dtype=np.uint8)
+    frames = base[rng.integers(0, 8, 80)] + rng.integers(0, 4, (80, 40, 30), dtype=np.uint8)
+    current = (3, 2, 4)
+    d = DynamicState.start(cfg, 0)
+    d.rep = DynamicDownscaleCells(current)
+    d.observe([d.codec.compress(f) for f in frames], cap=1000)
+    stack = d.sample_stack()
+    applied = []
+    d.apply = lambda whl, archive, **kw: applied.append(whl) or archive
+    d.recompute(cfg, SimpleNamespace(n=5), np.random.default_rng(3), 100)
+    (ev,) = d.history
+
+    best = choose(stack, np.random.default_rng(3), 30, cfg.split_factor)
+    counts = np.unique(_rows(stack, current), return_counts=True)[1]
+    cur_score = split_score(counts, len(stack), cfg.split_factor)
+    take = margin == 0.0 or best.score > cur_score * (1 + margin)
+    if take:
+        assert "kept_over" not in ev
+        assert (ev["width"], ev["height"], ev["levels"]) == best.params
+        assert applied == ([best.params] if best.params != current else [])
+    else:
+        assert not ev["changed"] and applied == [] and d.rep.params == current
+        assert (ev["width"], ev["height"], ev["levels"]) == current
+        assert ev["score"] == pytest.approx(cur_score, abs=1e-6)
+        assert ev["sample_cells"] == len(counts)
+        over = ev["kept_over"]
+        assert (over["width"], over["height"], over["levels"]) == best.params
+        assert over["score"] == pytest.approx(best.score, abs=1e-6)
+    if margin == 10.0:
+        assert not take  # a margin this large always keeps

@@ -210,10 +210,20 @@ def _representation(phase1, rep) -> list[str]:
             f"<tr><td>{e['frames']:,}</td><td>{e['width']}×{e['height']}×{e['levels'] + 1}</td>"
             f"<td>{e['sample_frames']:,}</td><td>{e['sample_cells']:,}</td>"
             f"<td>{e['score']:.3f}</td><td>{e['cells_before']:,} → {e['cells_after']:,}</td>"
-            f"<td>{'yes' if e['changed'] else 'no'}</td></tr>"
+            f"<td>{_changed(e)}</td></tr>"
         )
     out.append("</table>")
     return out
+
+
+def _changed(e: dict) -> str:
+    over = e.get("kept_over")
+    if over is None:
+        return "yes" if e["changed"] else "no"
+    return (
+        f"no: kept over the search's best {over['width']}×{over['height']}×"
+        f"{over['levels'] + 1} ({over['score']:.3f})"
+    )
 
 
 def _rooms(phase1, rows) -> list[str]:
