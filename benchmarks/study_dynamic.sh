@@ -17,7 +17,10 @@ GE=${GE:-goexplore}
 mkdir -p "$OUT"
 
 run() {  # run NAME ENV PRESET SEED BUDGET
-  $GE run --env "$2" --preset "$3" --seed "$4" --total-frames "$5" --ckpt-every 500000 \
+  # these runs predate the preset's chosen-since-new weight: the paper's seen-only selection
+  local extra=()
+  [ "$3" = downscale-dynamic ] && extra=(--since-new-weight 0)
+  $GE run --env "$2" --preset "$3" "${extra[@]}" --seed "$4" --total-frames "$5" --ckpt-every 500000 \
     --n-workers "${GE_WORKERS:-1}" --run-dir "$OUT/$1" --resume auto >> "$OUT/$1.log" 2>&1
 }
 
@@ -33,7 +36,7 @@ run() {  # run NAME ENV PRESET SEED BUDGET
 wait
 GE_WORKERS=2 run downscale-dynamic-seed0 montezuma downscale-dynamic 0 "$LONG"
 
-$GE compare "$OUT"/reference-seed* "$OUT"/downscale-dynamic-seed* --out "$OUT/compare-dynamic"
+$GE compare "$OUT"/reference-seed*/ "$OUT"/downscale-dynamic-seed*/ --out "$OUT/compare-dynamic"
 for game in pitfall venture private_eye; do
   $GE compare "$OUT/$game-reference-seed0" "$OUT/$game-downscale-dynamic-seed0" \
     --out "$OUT/compare-$game-dynamic"

@@ -31,6 +31,7 @@ TOY_DYN = dict(
     dynamic_sample_p=0.05,
     dynamic_iterations=30,
     episode_end="game",
+    since_new_weight=1.0,  # the preset's selection: counters that picks change, re-keyed too
 )
 
 
