@@ -411,3 +411,34 @@ def test_figures_finite_for_json(three_runs):
                     v is None or math.isfinite(v)
                     for v in (f.best_score, f.best_done_score, f.cells, f.rooms, f.level)
                 )
+
+
+def test_runs_of_one_preset_with_other_settings_are_their_own_group(tmp_path):
+    """A run whose config differs from its preset (a study's variant, or a run made
+    before the preset changed) is not drawn in the preset's band; the settings that
+    differ name its group, and resumable ones (budget, workers) do not count."""
+    from goexplore.presets import apply_preset
+
+    def full(seed, **changed):
+        cfg = apply_preset("downscale-dynamic", {"env": "montezuma", "seed": seed}).to_json()
+        return {**cfg, **changed}
+
+    runs = []
+    for name, cfg in (
+        ("preset-s0", full(0)),
+        ("preset-s1", full(1, n_workers=7, total_frames=5 * M)),  # resumable: same group
+        ("seen-only-s0", full(0, since_new_weight=0.0)),
+        ("split-s0", full(0, split_factor=0.5, episode_end="game")),
+    ):
+        d = make_run(tmp_path, name, ROWS_B)
+        (d / "config.json").write_text(json.dumps(cfg))
+        runs.append(d)
+    got = {r.path.name: r.group for r in load_runs(runs)}
+    assert got == {
+        "preset-s0": ("montezuma", "downscale-dynamic"),
+        "preset-s1": ("montezuma", "downscale-dynamic"),
+        "seen-only-s0": ("montezuma", "downscale-dynamic --since-new-weight 0"),
+        "split-s0": ("montezuma", "downscale-dynamic --split-factor 0.5 --episode-end game"),
+    }
+    page = compare(runs, tmp_path / "out").html.read_text()
+    assert "downscale-dynamic --since-new-weight 0" in page

@@ -5,7 +5,8 @@ finished) and runs nothing. The page, ``DIR/index.html``, shows:
 
 * curves over agent steps, one PNG per quantity (best score in the archive,
   best end-of-episode score, cells, rooms, level). Runs of the same group
-  (env, preset) are drawn as one band: the median across the group's runs and
+  (env, preset and the settings that differ from it, e.g. ``downscale-dynamic
+  --since-new-weight 0``) are drawn as one band: the median across the group's runs and
   a shaded min–max. A run's value at step s is its last metrics row with
   frames <= s (a step function); a run contributes only from its first to its
   last row, so the band narrows where runs have ended;
@@ -152,6 +153,36 @@ def read_metrics(path: Path) -> tuple[list[dict], list[str]]:
     return rows, notes
 
 
+def _flag_value(v) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def changed_flags(cfg: dict, preset: str) -> str:
+    """The settings of ``cfg`` (a config.json) that differ from what ``preset`` gives,
+    as flags (" --since-new-weight 0"); "" for an unknown preset. Only fields
+    config.json holds count, and not those that may change on resume."""
+    from goexplore.config import Config
+    from goexplore.errors import ConfigError
+    from goexplore.presets import PRESETS, apply_preset
+
+    if preset not in PRESETS:
+        return ""
+    try:
+        base = json.loads(json.dumps(apply_preset(preset, {"env": cfg.get("env")}).to_json()))
+    except (ConfigError, TypeError, ValueError):
+        return ""
+    skip = {"env", "seed", "preset", *Config.RESUMABLE}
+    return "".join(
+        f" --{k.replace('_', '-')} {_flag_value(cfg[k])}"
+        for k in base
+        if k in cfg and k not in skip and cfg[k] != base[k]
+    )
+
+
 def load_run(path: Path) -> Run:
     """Read one run dir; a GoExploreError naming the path if it is not one."""
     path = Path(path)
@@ -174,6 +205,7 @@ def load_run(path: Path) -> Run:
     seed = cfg.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise GoExploreError(f"{path / 'config.json'}: 'seed' must be an integer, got {seed!r}")
+    preset = preset + changed_flags(cfg, preset)
     rows, notes = read_metrics(path / "metrics.jsonl")
     final = None
     if (path / "final.json").exists():
@@ -479,7 +511,8 @@ def render(
         ".figs figure{margin:0;max-width:560px}.scroll{overflow-x:auto}</style>",
         "</head><body><main>",
         f"<h1>Go-Explore Phase 1: {len(runs)} runs compared</h1>",
-        f'<p class="sub">{n_groups} group{"s" if n_groups != 1 else ""} (env / preset); '
+        f'<p class="sub">{n_groups} group{"s" if n_groups != 1 else ""} (env / preset, '
+        "with the settings that differ from it); "
         "runs of a group are drawn as one band: the median across its runs, shaded from "
         "the lowest to the highest.</p>",
         f'<p class="note"><b>Protocol.</b> {escape(PROTOCOL_NOTE)}</p>',
