@@ -174,10 +174,6 @@ class Config:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 < v <= 1.0:
                 p.append(f"{name.replace('_', '-')}: must be in (0, 1], got {v!r}")
-        if not isinstance(self.dynamic_keep, (int, float)) or not 0.0 <= self.dynamic_keep < float(
-            "inf"
-        ):
-            p.append(f"dynamic-keep: must be a finite number >= 0, got {self.dynamic_keep!r}")
         if self.ckpt_every < 0:
             p.append(f"ckpt-every: must be >= 0, got {self.ckpt_every}")
         if self.backend not in BACKENDS:
@@ -189,7 +185,7 @@ class Config:
             p.append(
                 f"episode-end: must be one of {', '.join(EPISODE_ENDS)}, got {self.episode_end!r}"
             )
-        for name in WEIGHTS:
+        for name in (*WEIGHTS, "dynamic_keep"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 <= v < float("inf"):
                 p.append(f"{name.replace('_', '-')}: must be a finite number >= 0, got {v!r}")

@@ -202,17 +202,16 @@ class Phase1:
             if notify is not None:
                 what = "now" if self.cells != before else "kept"
                 over = ev.get("kept_over")
+                beat = (
+                    f", score {ev['score']:.3f} against the search's best "
+                    f"{over['width']}x{over['height']}x{over['levels'] + 1} at {over['score']:.3f}"
+                    if over
+                    else ""
+                )
                 notify(
                     f"cells: {what} {ev['width']}x{ev['height']}x{ev['levels'] + 1} "
                     f"({ev['sample_cells']:,} cells in {ev['sample_frames']:,} sampled frames"
-                    + (
-                        f", score {ev['score']:.3f} against the search's best "
-                        f"{over['width']}x{over['height']}x{over['levels'] + 1} "
-                        f"at {over['score']:.3f}"
-                        if over
-                        else ""
-                    )
-                    + f"; archive {ev['cells_before']:,} -> {ev['cells_after']:,} cells, "
+                    f"{beat}; archive {ev['cells_before']:,} -> {ev['cells_after']:,} cells, "
                     f"{seconds:.1f} s)"
                 )
         return self.archive

@@ -110,18 +110,16 @@ def room_rows(archive, names: tuple[str, ...], room_fact: str | None, level_fact
     weights = archive.weights_of(np.arange(n))
     total = float(weights.sum())
     room = archive.facts[:n, names.index(room_fact)]
-    if level_fact in names:
-        level = archive.facts[:n, names.index(level_fact)]
-    else:
-        level = None
-    places = np.stack([room if level is None else level, room], axis=1)[live]
+    has_level = level_fact in names
+    level = archive.facts[:n, names.index(level_fact)] if has_level else np.zeros_like(room)
     ids = np.flatnonzero(live)
+    places, group = np.unique(np.stack([level, room], axis=1)[live], axis=0, return_inverse=True)
     out = []
-    for lv, rm in np.unique(places, axis=0).tolist():
-        sel = ids[(places[:, 0] == lv) & (places[:, 1] == rm)]
+    for g, (lv, rm) in enumerate(places.tolist()):
+        sel = ids[group.ravel() == g]
         out.append(
             RoomRow(
-                None if level is None else int(lv),
+                int(lv) if has_level else None,
                 int(rm),
                 len(sel),
                 float(weights[sel].sum()) / total if total > 0 else 0.0,
