@@ -4,7 +4,7 @@
 # (sincenew1, seeds 0 and 1 to 5M; seed 0 on to 20M with two workers):
 #   * Pitfall, Venture and Private Eye, seed 0, to 2M agent steps (against the reference
 #     runs of study_dynamic.sh);
-#   * Montezuma seed 0 to 1M with episodes ending only at game over (the paper's rule);
+#   * Montezuma seeds 0 and 1 to 2M with episodes ending only at game over (the paper's rule);
 #   * Montezuma seeds 0 and 1 to 2M with --dynamic-keep 0.1;
 # then the compare pages. Two lanes of one-worker runs (a 2-core machine); results do
 # not depend on the number of workers. Resumable: run it again and each run continues
@@ -28,13 +28,15 @@ run() {  # run NAME ENV SEED BUDGET [FLAG ...]
   run venture-downscale-dynamic-sincenew1-seed0 venture 0 2000000
   run downscale-dynamic-sincenew1-keep0.1-seed0 montezuma 0 2000000 --dynamic-keep 0.1 ) &
 ( run private_eye-downscale-dynamic-sincenew1-seed0 private_eye 0 2000000
-  run downscale-dynamic-sincenew1-gameover-seed0 montezuma 0 1000000 --episode-end game
+  run downscale-dynamic-sincenew1-gameover-seed0 montezuma 0 2000000 --episode-end game
   run downscale-dynamic-sincenew1-keep0.1-seed1 montezuma 1 2000000 --dynamic-keep 0.1 ) &
 wait
+run downscale-dynamic-sincenew1-gameover-seed1 montezuma 1 2000000 --episode-end game
 
 for game in pitfall venture private_eye; do
   $GE compare "$OUT/$game-reference-seed0" "$OUT/$game-downscale-dynamic-seed0" \
     "$OUT/$game-downscale-dynamic-sincenew1-seed0" --out "$OUT/compare-$game-dynamic"
 done
 $GE compare "$OUT"/downscale-dynamic-sincenew1-seed[01]/ \
-  "$OUT"/downscale-dynamic-sincenew1-keep0.1-seed*/ --out "$OUT/compare-keep0.1"
+  "$OUT"/downscale-dynamic-sincenew1-keep0.1-seed*/ \
+  "$OUT"/downscale-dynamic-sincenew1-gameover-seed*/ --out "$OUT/compare-preset-variants"
