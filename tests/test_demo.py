@@ -309,3 +309,13 @@ def test_atari_demos_replay_in_the_recorded_gymnasium_env(tmp_path):
         np.testing.assert_array_equal(rewards, ep.rewards)
         assert sum(rewards) == meta["score"] > 0
     env.close()
+
+
+def test_a_relative_out_path_works(toy_run, tmp_path, monkeypatch):
+    """``--out runs/x`` is relative to where the command runs (Minari resolves
+    relative roots against its own path; the export must not pass one on)."""
+    monkeypatch.chdir(tmp_path)
+    res = export_demos(toy_run, Path("runs/x"), top=1, log=lambda *a: None)
+    assert res.path.is_absolute() and res.path.is_relative_to(tmp_path / "runs" / "x")
+    assert len(load_demos(res.dataset_id, root=tmp_path / "runs" / "x")) == 1
+    assert not [p for p in (tmp_path / "runs" / "x").iterdir() if p.name.startswith(".")]

@@ -166,7 +166,7 @@ def write_dataset(
     (atomically); ``videos`` are files to move into its ``goexplore/`` folder.
     Returns the dataset's folder."""
     minari = _minari()
-    root = Path(root)
+    root = Path(root).absolute()  # Minari resolves a relative root against its own path
     final = dataset_dir(root, dataset_id)
     if final.exists():
         raise GoExploreError(
@@ -244,7 +244,7 @@ def _buffer(cls: Any, i: int, d: Demo) -> Any:
 def make_staging(root: Path) -> Path:
     """A hidden folder inside ``root`` (same file system: the final move is a
     rename; hidden: Minari does not list it), or a clear error."""
-    root = Path(root)
+    root = Path(root).absolute()
     try:
         root.mkdir(parents=True, exist_ok=True)
         staging = root / f".goexplore-staging-{os.getpid()}-{time.time_ns()}"
