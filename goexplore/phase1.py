@@ -27,7 +27,14 @@ from goexplore.explog import ExperienceLog
 from goexplore.cells import DONE_KEY
 from goexplore.wire import Task
 from goexplore.selection import SelectionParams
-from goexplore.store import RunDir, adopt_chunks, read_checkpoint, read_optional
+from goexplore.store import (
+    MILESTONE_EVERY,
+    RunDir,
+    adopt_chunks,
+    ckpt_name,
+    read_checkpoint,
+    read_optional,
+)
 
 PROTOCOL = (
     "Phase 1 deterministic search with emulator restore (no sticky actions): "
@@ -75,6 +82,8 @@ class Phase1:
         self.frames = 0
         self.batch = 0
         self.last_ckpt_frames = 0
+        self.checkpoints_written = 0  # this run's checkpoints so far (every 5th is kept)
+        self._logged_batch: int | None = None  # the batch of this process's last metrics row
         self.last_ckpt_time: float | None = None
         self.counters = Counters()  # the backends' own, summed over this process's runs
         self._backend = None  # while running
@@ -132,7 +141,7 @@ class Phase1:
         try:
             while self.frames < cfg.total_frames:
                 if should_stop():
-                    return False
+                    break
                 if self.codec_level < len(TRAIN_AT) and archive.n >= TRAIN_AT[self.codec_level]:
                     self.train_codec(backend)
                 if dyn is not None and dyn.due(cfg, self.frames, archive.n):
@@ -181,11 +190,14 @@ class Phase1:
                     and self.frames - self.last_ckpt_frames >= cfg.ckpt_every
                 ):
                     self.checkpoint()
+            if self.frames >= cfg.total_frames and self._logged_batch != self.batch:
+                # a run always ends with a metrics row, however short (dropped if resumed)
+                self.log_metrics((self.frames - f0) / max(time.perf_counter() - t0, 1e-9), True)
         finally:
             backend.close()
             self.counters.add(backend.counters)
             self._backend = None
-        return True
+        return self.frames >= cfg.total_frames
 
     def recompute_cells(self, notify=None) -> Archive:
         """Dynamic cells: choose the representation again and re-key the archive
@@ -261,8 +273,11 @@ class Phase1:
         live = self._backend.counters.workers_lost if self._backend is not None else 0
         return self.counters.workers_lost + live
 
-    def log_metrics(self, steps_per_s: float) -> None:
+    def log_metrics(self, steps_per_s: float, final: bool = False) -> None:
+        """One metrics row; ``final``: the end-of-run row written off the log cadence
+        (a resumed run drops it and goes on)."""
         a = self.archive
+        self._logged_batch = self.batch
         tail = list(a.done_scores)[-20:]
         row = {
             "batch": self.batch,
@@ -280,6 +295,8 @@ class Phase1:
         }
         if self.dynamic is not None:  # the representation: [width, height, levels] or None
             row["cell_repr"] = self.cells.params and list(self.cells.params)
+        if final:
+            row["final"] = True
         if self.run_dir:
             self.run_dir.append_metrics(row)
 
@@ -313,12 +330,19 @@ class Phase1:
         if self.dynamic is not None:
             meta["dynamic"] = self.dynamic.to_meta()
             extra = {"dynamic.npz": self.dynamic.to_arrays()}
+        if self.run_dir.latest_name() != ckpt_name(self.frames):  # else already written
+            self.checkpoints_written += 1
+        meta["checkpoints_written"] = self.checkpoints_written
         path = self.run_dir.write_checkpoint(
-            self.frames, meta, arrays, a.state_blobs(), e.tail_arrays(), best=best, extra=extra
+            self.frames,
+            meta,
+            arrays,
+            a.state_blobs(),
+            e.tail_arrays(),
+            best=best,
+            extra=extra,
+            milestone=self.checkpoints_written % MILESTONE_EVERY == 0,
         )
-        n_ckpt = len(self.run_dir.checkpoints())
-        if n_ckpt % 5 == 1:
-            self.run_dir.mark_milestone(path)
         self.last_ckpt_frames = self.frames
         self.last_ckpt_time = time.time()
         return path
@@ -369,6 +393,9 @@ class Phase1:
             a.n_done_episodes = int(meta.get("n_done_episodes", len(meta["done_scores"])))
             a.rooms = {int(x) for x in meta["rooms"]}
             self.frames, self.batch = int(meta["frames"]), int(meta["batch"])
+            self.checkpoints_written = int(meta.get("checkpoints_written", 0))
+            if self.batch % self.cfg.log_every_batches == 0:
+                self._logged_batch = self.batch  # the log cadence wrote this batch's row
             self.rng.bit_generator.state = meta["rng"]
             d = meta.get("codec_dictionary")
             self.codec = StateCodec(bytes.fromhex(d) if d else None)

@@ -148,8 +148,9 @@ def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print
 
 
 def _carry_metrics(rd: RunDir, src: RunDir, batch: int) -> None:
-    """Keep the metric rows up to the checkpoint (rows after it are redone)."""
-    rows = [r for r in src.read_metrics() if r.get("batch", 0) <= batch]
+    """Keep the metric rows up to the checkpoint (rows after it are redone; an
+    end-of-run row goes: the run goes on)."""
+    rows = [r for r in src.read_metrics() if r.get("batch", 0) <= batch and not r.get("final")]
     rd.write_metrics(rows)
 
 

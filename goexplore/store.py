@@ -274,8 +274,10 @@ class RunDir:
         explog_tail: dict[str, np.ndarray],
         best: bool = False,
         extra: dict[str, dict[str, np.ndarray]] | None = None,
+        milestone: bool = False,
     ) -> Path:
-        """``extra``: name -> arrays of the optional files (OPTIONAL_FILES)."""
+        """``extra``: name -> arrays of the optional files (OPTIONAL_FILES);
+        ``milestone``: keep this checkpoint for good (a ``MILESTONE`` marker file)."""
         name = ckpt_name(frames)
         final = self.ckpt_dir / name
         tmp = self.ckpt_dir / (name + ".tmp")
@@ -306,6 +308,8 @@ class RunDir:
                 for n in CKPT_FILES + tuple(extra or ())
             }
             write_text_atomic(tmp / "manifest.json", json.dumps(manifest, indent=1))
+            if milestone:
+                (tmp / "MILESTONE").touch()
             fsync_dir(tmp)
             if final.exists():  # an unpublished leftover of a crash
                 self._discard(final)
@@ -360,12 +364,6 @@ class RunDir:
                     shutil.rmtree(p, ignore_errors=True)
         except (OSError, CheckpointError):
             pass
-
-    def mark_milestone(self, ckpt: Path) -> None:
-        try:
-            (ckpt / "MILESTONE").touch()
-        except OSError:
-            pass  # a milestone only protects from pruning; never worth failing the run
 
 
 # --- reading checkpoints -------------------------------------------------------------------

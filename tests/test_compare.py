@@ -442,3 +442,27 @@ def test_runs_of_one_preset_with_other_settings_are_their_own_group(tmp_path):
     }
     page = compare(runs, tmp_path / "out").html.read_text()
     assert "downscale-dynamic --since-new-weight 0" in page
+
+
+def test_a_short_run_ends_with_a_metrics_row_and_compares(tmp_path):
+    """A 3,000-step run is 30 batches of 100 steps... at most: with the default
+    cadence of 10 batches it may end between two rows. Its last row is at the
+    run's last step, and ``compare`` takes it."""
+    from runutil import cli
+
+    from goexplore.store import RunDir
+
+    runs = []
+    for seed in (0, 1):
+        d = tmp_path / f"short{seed}"
+        r = cli(["run", "--env", "toy", "--seed", str(seed), "--total-frames", "3000",
+                 "--batch-cells", "7", "--n-workers", "1", "--run-dir", str(d)])  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        rows = RunDir(d).read_metrics()
+        final = json.loads((d / "final.json").read_text())
+        assert rows and rows[-1]["frames"] == final["frames_total"] >= 3000
+        assert rows[-1]["batch"] == final["batches"] and final["batches"] % 10 != 0
+        runs.append(d)
+    r = cli(["compare", *map(str, runs), "--out", str(tmp_path / "page")])
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "page" / "index.html").exists()

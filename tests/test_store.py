@@ -10,6 +10,7 @@ Also: deterministic files, pruning, crash leftovers, LATEST semantics.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import io
 import os
@@ -26,7 +27,7 @@ from goexplore.config import Config
 from goexplore.errors import CheckpointError, GoExploreError, RunDirError, StorageError
 from goexplore.explog import FIELDS, read_npz, write_npz
 from goexplore.runner import execute, prepare
-from goexplore.store import RunDir, read_checkpoint
+from goexplore.store import RunDir, ckpt_name, read_checkpoint
 from goexplore.verify import verify_run
 
 CFG = Config(
@@ -243,3 +244,25 @@ def test_hostile_run_config(tmp_path, undisturbed):
     (d / "config.json").write_text("[" * 100_000)
     with pytest.raises(RunDirError):
         RunDir(d).read_config()
+
+
+def test_every_fifth_checkpoint_survives_pruning(tmp_path, monkeypatch):
+    """The 5th, 10th, ... checkpoints a run writes are kept for good, across a resume."""
+    written = []
+    orig = RunDir.write_checkpoint
+
+    def spy(self, frames, *a, **kw):
+        if self.latest_name() != ckpt_name(frames):
+            written.append(ckpt_name(frames))
+        return orig(self, frames, *a, **kw)
+
+    monkeypatch.setattr(RunDir, "write_checkpoint", spy)
+    d = tmp_path / "run"
+    for frames in (14_000, 30_000):  # the second part goes on from the first's end
+        cfg = dataclasses.replace(CFG, total_frames=frames, ckpt_every=500, batch_cells=5)
+        p, _ = prepare(cfg, d, "auto")
+        execute(p, log=lambda *a: None)
+    assert len(written) >= 25
+    kept = {c.name for c in RunDir(d).checkpoints()}
+    milestones = {c.name for c in RunDir(d).checkpoints() if (c / "MILESTONE").exists()}
+    assert milestones == set(written[4::5]) and milestones <= kept
