@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from goexplore.cells import Place
+from goexplore.envs.atari import MONTEZUMA_PYRAMID
 
 #: RAM[65] bits that are keys: the original code's KEY_BITS. On this emulator the
 #: first key sets 0x02 and using it on a door clears it (tests/test_domain_cells.py).
@@ -31,13 +32,7 @@ MONTEZUMA_KEY_BITS = 0x02 | 0x04 | 0x08
 MAX_KEYS = 3
 NO_ROOM = 255
 
-#: Montezuma's rooms on one level, as the original code lays them out (-1: none)
-PYRAMID = (
-    (-1, -1, -1, 0, 1, 2, -1, -1, -1),
-    (-1, -1, 3, 4, 5, 6, 7, -1, -1),
-    (-1, 8, 9, 10, 11, 12, 13, 14, -1),
-    (15, 16, 17, 18, 19, 20, 21, 22, 23),
-)
+PYRAMID = MONTEZUMA_PYRAMID  # the room grid (goexplore.envs.atari)
 
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))
 

@@ -17,6 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 
 FRAMESKIP = 4
+#: the emulator settings of every game (the reference's); demos record them for replay
+ALE_SETTINGS = {
+    "obs_type": "grayscale",
+    "frameskip": FRAMESKIP,
+    "repeat_action_probability": 0.0,
+    "full_action_space": False,
+    "max_num_frames_per_episode": 0,
+}
 
 
 @dataclass(frozen=True)
@@ -34,12 +42,19 @@ def _game(name: str, rom: str, title: str, ram=(), room=None, level=None) -> Gam
     return Game(name, rom, f"ALE/{title}-v5", tuple(ram), room, level)
 
 
-# RAM facts, checked against the games in tests/test_envs.py:
+# RAM facts, checked against the games in tests/test_domain_cells.py:
 # Montezuma: room RAM[3], player x RAM[42] and y RAM[43] (screen pixels), level RAM[57]
 #   (0 on the first level), inventory bitmask RAM[65] (keys: see goexplore.cells.domain).
 # Pitfall: scene RAM[1] (an 8-bit shift register: 255 scenes, 196 at the start), x RAM[97],
 #   y RAM[105] (32 on the surface, larger going down), treasures RAM[113] (31 at the
 #   start: the game counts the 32 treasures down from 31).
+#: Montezuma's rooms on one level, as the original code lays them out (-1: none)
+MONTEZUMA_PYRAMID = (
+    (-1, -1, -1, 0, 1, 2, -1, -1, -1),
+    (-1, -1, 3, 4, 5, 6, 7, -1, -1),
+    (-1, 8, 9, 10, 11, 12, 13, 14, -1),
+    (15, 16, 17, 18, 19, 20, 21, 22, 23),
+)
 MONTEZUMA_RAM = (("room", 3), ("x", 42), ("y", 43), ("level", 57), ("inventory", 65))
 PITFALL_RAM = (("scene", 1), ("x", 97), ("y", 105), ("treasures", 113))
 
@@ -80,14 +95,7 @@ class AtariEnv:
             raise ValueError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
         quiet_ale()
         self.game = GAMES[game]
-        self._gym = _GymAtari(
-            game=self.game.rom,
-            frameskip=FRAMESKIP,
-            repeat_action_probability=0.0,
-            obs_type="grayscale",
-            full_action_space=False,
-            max_num_frames_per_episode=0,
-        )
+        self._gym = _GymAtari(game=self.game.rom, **ALE_SETTINGS)
         self._ale = self._gym.ale
         self._ALEState = ALEState
         self._actions = list(self._gym._action_set)

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from goexplore.envs.atari import ALE_SETTINGS
 from goexplore.errors import CheckpointError, GoExploreError
 from goexplore.explog import read_file, read_npz, sha256_file, write_npz_atomic
 
@@ -141,13 +142,7 @@ def _env_spec(game: str) -> Any:
     return replace(spec, kwargs=kwargs, max_episode_steps=None)
 
 
-ENV_SETTINGS = {
-    "obs_type": "grayscale",
-    "frameskip": 4,
-    "repeat_action_probability": 0.0,
-    "full_action_space": False,
-    "max_num_frames_per_episode": 0,
-}
+ENV_SETTINGS = ALE_SETTINGS  # the settings the demos were played with
 
 
 def write_dataset(

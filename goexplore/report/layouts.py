@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goexplore.envs.atari import MONTEZUMA_PYRAMID
+
 
 @dataclass(frozen=True)
 class RoomLayout:
@@ -73,12 +75,7 @@ class RoomLayout:
 
 
 MONTEZUMA = RoomLayout(
-    grid=(
-        (-1, -1, -1, 0, 1, 2, -1, -1, -1),
-        (-1, -1, 3, 4, 5, 6, 7, -1, -1),
-        (-1, 8, 9, 10, 11, 12, 13, 14, -1),
-        (15, 16, 17, 18, 19, 20, 21, 22, 23),
-    ),
+    grid=MONTEZUMA_PYRAMID,
     crop=(47, 207, 0, 160),
     x_scale=1.0,
     x_offset=2.5,
