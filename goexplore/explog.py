@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from goexplore import testhooks
+from goexplore import _faults
 from goexplore.errors import CheckpointError, StorageError
 
 FIELDS = (("prev", np.int64), ("act", np.uint8), ("rew", np.float32), ("done", np.uint8))
@@ -63,7 +63,7 @@ def write_npz(
                 )
             if i == 0 and hook:
                 f.flush()
-                testhooks.hit(hook)
+                _faults.hit(hook)
 
 
 def write_npz_atomic(
@@ -338,7 +338,7 @@ class ExperienceLog:
             self.digests.append(
                 write_npz_atomic(self.dir / chunk_name(self.n_flushed), arrays, hook="chunk-write")
             )
-            testhooks.hit("chunk-done")
+            _faults.hit("chunk-done")
         else:
             self._ram_chunks.append({k: v.copy() for k, v in arrays.items()})
         self.n_flushed += 1

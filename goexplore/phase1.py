@@ -1,7 +1,7 @@
 """Go-Explore Phase 1: sample cells -> return (restore) -> explore -> update.
 
-Readable top to bottom; the semantics are the reference's (DESIGN.md
-section 2), the data flow DESIGN.md section 3's. Seeding lives in one place:
+Readable top to bottom; the semantics are the reference's (docs/concepts.md),
+the data flow docs/architecture.md's. Seeding lives in one place:
 the master generator, seeded by ``cfg.seed``, draws each batch's sample and
 then one seed per task; each task explores with its own generator. Results
 therefore do not depend on the number of workers or on interruptions.
@@ -9,7 +9,6 @@ therefore do not depend on the number of workers or on interruptions.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from goexplore.demos import verify_cell
 from goexplore.envs import make_env
 from goexplore.errors import CheckpointError
 from goexplore.explog import ExperienceLog
+from goexplore.formats import MAX_JSON_BYTES, check_final, load_json, metrics_row
 from goexplore.cells import DONE_KEY
 from goexplore.wire import Task
 from goexplore.selection import SelectionParams
@@ -279,20 +279,20 @@ class Phase1:
         a = self.archive
         self._logged_batch = self.batch
         tail = list(a.done_scores)[-20:]
-        row = {
-            "batch": self.batch,
-            "frames": self.frames,
-            "steps_per_s": round(steps_per_s, 1),
-            "best_done_score": a.best_done_score,
-            "max_archive_score": a.max_archive_score,
-            "ep_return_mean": float(np.mean(tail)) if tail else None,
-            "game_return_count": a.n_done_episodes,
-            "n_cells": a.n,
-            "rooms_found": len(a.rooms) if self.has_rooms else None,
-            "max_level": a.max_level_reached,
-            "explog_entries": self.explog.count,
-            "time": round(time.time(), 3),
-        }
+        row = metrics_row(
+            batch=self.batch,
+            frames=self.frames,
+            steps_per_s=round(steps_per_s, 1),
+            best_done_score=a.best_done_score,
+            max_archive_score=a.max_archive_score,
+            ep_return_mean=float(np.mean(tail)) if tail else None,
+            game_return_count=a.n_done_episodes,
+            n_cells=a.n,
+            rooms_found=len(a.rooms) if self.has_rooms else None,
+            max_level=a.max_level_reached,
+            explog_entries=self.explog.count,
+            time=round(time.time(), 3),
+        )
         if self.dynamic is not None:  # the representation: [width, height, levels] or None
             row["cell_repr"] = self.cells.params and list(self.cells.params)
         if final:
@@ -352,11 +352,9 @@ class Phase1:
         if not p.exists():
             return None
         try:
-            meta = json.loads(
-                (self.run_dir.ckpt_dir / p.read_text().strip() / "meta.json").read_text()
-            )
+            meta = load_json(p.parent / p.read_text().strip() / "meta.json", MAX_JSON_BYTES)
             return meta.get("best_done_score")
-        except (OSError, ValueError):
+        except (OSError, CheckpointError, AttributeError):
             return None
 
     def restore(self, ckpt: Path) -> None:
@@ -447,7 +445,7 @@ class Phase1:
     def summary(self, verification: dict, wall_s: float) -> dict:
         a = self.archive
         best = a.best_done_score
-        return {
+        final = {
             "env": self.cfg.env,
             "seed": self.cfg.seed,
             "preset": self.cfg.preset,
@@ -471,6 +469,8 @@ class Phase1:
             "wall_s": round(wall_s, 2),
             **({"dynamic_cells": self.dynamic_summary()} if self.dynamic is not None else {}),
         }
+        check_final(final, "final.json")  # the writer keeps to the schema too
+        return final
 
     def dynamic_summary(self) -> dict:
         """Dynamic cells: the representation, its history and what its frames cost."""

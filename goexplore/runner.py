@@ -47,9 +47,9 @@ def prepare(
             )
     ckpt = choose_checkpoint(resume, rd, fallback, log) if resume is not None else None
     if ckpt is not None:
-        from goexplore.store import load_json
+        from goexplore.formats import MAX_JSON_BYTES, load_json
 
-        meta = load_json(ckpt / "meta.json", 1 << 28, "checkpoint meta")  # checked above
+        meta = load_json(ckpt / "meta.json", MAX_JSON_BYTES, "checkpoint meta")  # checked above
         saved = Config.from_json(meta["config"])
         diff = saved.differs_from(cfg)
         if diff:

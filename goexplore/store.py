@@ -32,7 +32,6 @@ for byte the same, when the run goes on).
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -40,23 +39,26 @@ from pathlib import Path
 
 import numpy as np
 
-from goexplore import testhooks
+from goexplore import _faults
 from goexplore.config import Config
-from goexplore.errors import CheckpointError, GoExploreError, RunDirError, StorageError
+from goexplore.errors import CheckpointError, StorageError
+from goexplore.formats import (
+    CHECKPOINT_VERSION,
+    MAX_JSON_BYTES,
+    MAX_SMALL_JSON,
+    load_json,
+    read_config,
+    read_metrics,
+    validate_meta,
+)
 from goexplore.explog import FIELDS, chunk_name, read_file, read_npz, sha256_file, write_npz_atomic
 
-FORMAT_VERSION = 2  # 2: meta.explog.chunk_sha256
-READABLE_VERSIONS = (1, 2)
 KEEP_RECENT = 2  # newest checkpoints kept besides BEST and milestones
 MILESTONE_EVERY = 5  # every 5th checkpoint is kept for good
 CKPT_FILES = ("meta.json", "archive.npz", "states.bin", "explog_tail.npz")
 #: files a checkpoint holds only for some settings (listed in its manifest when it does)
 OPTIONAL_FILES = ("dynamic.npz",)
 CKPT_NAME = re.compile(r"ckpt_(\d{12})")
-MAX_JSON_BYTES = 256 << 20  # meta.json (done_scores, chunk checksums) and friends
-MAX_SMALL_JSON = 1 << 20  # manifest.json, config.json, final.json, pointers
-MAX_CHUNK_SIZE = 1 << 26  # experience-log entries per chunk (~0.9 GB in RAM)
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def ckpt_name(frames: int) -> str:
@@ -104,35 +106,6 @@ def write_bytes_atomic(path: Path, data) -> None:
         raise StorageError(path, e) from None
 
 
-# --- safe reading ---------------------------------------------------------------------
-def _reject_constant(name):
-    raise ValueError(f"{name} is not allowed")
-
-
-def load_json(path: Path, max_bytes: int = MAX_SMALL_JSON, what: str = "file"):
-    """Parse a JSON file of bounded size; damage is a CheckpointError naming it."""
-    data = read_file(path, max_bytes, what)
-    try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as e:  # includes UnicodeDecodeError
-        raise CheckpointError(
-            f"{what} {path}: unreadable ({type(e).__name__}: {str(e)[:200]})"
-        ) from None
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _is_num(x) -> bool:
-    return (
-        isinstance(x, (int, float))
-        and not isinstance(x, bool)
-        and math.isfinite(x)
-        and abs(x) < 1e300
-    )
-
-
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -144,21 +117,8 @@ class RunDir:
 
     # --- config ----------------------------------------------------------------
     def read_config(self) -> Config | None:
-        if not self.config_path.exists():
-            return None
-        try:
-            d = load_json(self.config_path, MAX_SMALL_JSON, "run config")
-            if not isinstance(d, dict):
-                raise ValueError("not a JSON object")
-            cfg = Config.from_json(d).validate()
-        except (GoExploreError, ValueError, TypeError) as e:
-            raise RunDirError(f"{self.config_path}: unreadable run config ({e})") from None
-        if cfg.explog_chunk > MAX_CHUNK_SIZE:
-            raise RunDirError(
-                f"{self.config_path}: explog_chunk {cfg.explog_chunk} is larger "
-                f"than {MAX_CHUNK_SIZE}"
-            )
-        return cfg
+        """The run's config (None: no config.json yet)."""
+        return read_config(self.config_path) if self.config_path.exists() else None
 
     def holds_run(self) -> bool:
         return self.config_path.exists() or self.ckpt_dir.exists()
@@ -186,15 +146,8 @@ class RunDir:
             raise StorageError(self.metrics_path, e) from None
 
     def read_metrics(self) -> list[dict]:
-        if not self.metrics_path.exists():
-            return []
-        rows = []
-        for line in self.metrics_path.read_text(errors="replace").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut short by a crash
-        return rows
+        """The metrics rows (:func:`goexplore.formats.read_metrics`'s one rule)."""
+        return read_metrics(self.metrics_path)[0]
 
     def write_metrics(self, rows: list[dict]) -> None:
         write_text_atomic(self.metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
@@ -294,14 +247,15 @@ class RunDir:
             write_npz_atomic(
                 tmp / "archive.npz", dict(arrays, state_lengths=lengths), compress=False
             )
-            testhooks.hit("ckpt-files")
+            _faults.hit("ckpt-files")
             write_bytes_atomic(tmp / "states.bin", states)
             write_npz_atomic(tmp / "explog_tail.npz", explog_tail)
             for fname, arrs in (extra or {}).items():
                 if fname not in OPTIONAL_FILES:
                     raise ValueError(f"internal error: unknown checkpoint file {fname!r}")
                 write_npz_atomic(tmp / fname, arrs, compress=False)
-            meta = dict(meta, format_version=FORMAT_VERSION, name=name)
+            meta = dict(meta, format_version=CHECKPOINT_VERSION, name=name)
+            validate_meta(meta, tmp / "meta.json")  # the writer keeps to the schema too
             write_text_atomic(tmp / "meta.json", json.dumps(meta, indent=1))
             manifest = {
                 n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size}
@@ -315,7 +269,7 @@ class RunDir:
                 self._discard(final)
             os.rename(tmp, final)
             fsync_dir(self.ckpt_dir)
-            testhooks.hit("ckpt-rename")
+            _faults.hit("ckpt-rename")
             self.set_latest(name)
             if best:
                 write_text_atomic(self.ckpt_dir / "BEST", name + "\n")
@@ -325,7 +279,7 @@ class RunDir:
             if isinstance(e, StorageError):
                 raise
             raise StorageError(e.filename or tmp, e) from None
-        testhooks.hit("ckpt-publish")
+        _faults.hit("ckpt-publish")
         self._prune()
         return final
 
@@ -410,80 +364,6 @@ def verify_checkpoint(path: Path) -> dict:
     return manifest
 
 
-def validate_meta(meta, where) -> None:
-    """The checkpoint's meta.json has the right shape and consistent numbers."""
-
-    def need(cond, what):
-        if not cond:
-            raise CheckpointError(f"{where}: {what}")
-
-    need(isinstance(meta, dict), "not a JSON object")
-    v = meta.get("format_version")
-    need(
-        v in READABLE_VERSIONS,
-        f"checkpoint format {v!r}, this goexplore reads {', '.join(map(str, READABLE_VERSIONS))}",
-    )
-    for k in ("frames", "batch", "n_cells"):
-        need(_is_int(meta.get(k)) and meta[k] >= 0, f"{k!r} must be a non-negative integer")
-    need(meta["n_cells"] >= 1, "'n_cells' must be at least 1")
-    try:
-        cfg = Config.from_json(meta["config"]).validate()
-    except (KeyError, TypeError, ValueError, AttributeError, GoExploreError) as e:
-        raise CheckpointError(f"{where}: bad 'config' ({str(e)[:300]})") from None
-    try:
-        np.random.PCG64().state = meta["rng"]
-    except Exception as e:
-        raise CheckpointError(f"{where}: bad 'rng' state ({type(e).__name__})") from None
-    ds = meta.get("done_scores")
-    need(isinstance(ds, list) and all(_is_num(x) for x in ds), "'done_scores' must be numbers")
-    nd = meta.get("n_done_episodes", len(ds))
-    need(
-        _is_int(nd) and nd >= len(ds),
-        "'n_done_episodes' must be an integer, at least the number of 'done_scores'",
-    )
-    rooms = meta.get("rooms")
-    need(
-        isinstance(rooms, list) and all(_is_int(x) and abs(x) < 2**31 for x in rooms),
-        "'rooms' must be integers",
-    )
-    for k in ("best_done_score", "max_archive_score"):
-        need(k in meta and (meta[k] is None or _is_num(meta[k])), f"{k!r} must be a number")
-    d = meta.get("codec_dictionary")
-    if d is not None:
-        try:
-            need(isinstance(d, str), "'codec_dictionary' must be hex text")
-            bytes.fromhex(d)
-        except ValueError:
-            need(False, "'codec_dictionary' must be hex text")
-    ex = meta.get("explog")
-    need(isinstance(ex, dict), "'explog' missing")
-    for k in ("count", "n_flushed", "chunk_size"):
-        need(_is_int(ex.get(k)) and ex[k] >= 0, f"'explog.{k}' must be a non-negative integer")
-    cs = ex["chunk_size"]
-    need(1 <= cs <= MAX_CHUNK_SIZE, f"'explog.chunk_size' {cs} out of range")
-    need(
-        cs == cfg.explog_chunk,
-        f"'explog.chunk_size' {cs} differs from the config's {cfg.explog_chunk}",
-    )
-    need(
-        ex["n_flushed"] == ex["count"] // cs,
-        f"'explog.n_flushed' {ex['n_flushed']} does not match count {ex['count']} (chunks of {cs})",
-    )
-    digests = ex.get("chunk_sha256")
-    if v >= 2 or digests is not None:
-        need(
-            isinstance(digests, list)
-            and len(digests) == ex["n_flushed"]
-            and all(isinstance(h, str) and _HEX64.fullmatch(h) for h in digests),
-            f"'explog.chunk_sha256' must hold one SHA-256 per flushed chunk ({ex['n_flushed']})",
-        )
-    need(
-        ex["count"] == meta["frames"],
-        f"'explog.count' {ex['count']} differs from 'frames' "
-        f"{meta['frames']} (every step executed is logged)",
-    )
-
-
 def read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray], list[bytes], dict]:
     """(meta, archive arrays, states, explog tail) of a verified checkpoint.
     Everything is checked before it is returned: checksums, meta schema,
@@ -532,27 +412,6 @@ def read_optional(path: Path, name: str) -> dict[str, np.ndarray]:
     if name not in manifest:
         raise CheckpointError(f"{fpath}: missing (the checkpoint's settings need it)")
     return read_npz(read_file(fpath, 1 << 40, "checkpoint file"), fpath, stored_only=True)
-
-
-def resolve_resume(arg: str, run_dir: RunDir) -> Path | None:
-    """``auto``: the run dir's latest checkpoint, or None for a fresh start.
-    A path: a checkpoint dir, or a run dir (its latest checkpoint)."""
-    if arg == "auto":
-        return run_dir.latest_checkpoint()
-    p = Path(arg)
-    if (p / "manifest.json").exists() or CKPT_NAME.fullmatch(p.name):
-        if not p.is_dir():
-            raise CheckpointError(f"{p}: no such checkpoint")
-        return p
-    if p.is_dir():
-        latest = RunDir(p).latest_checkpoint()
-        if latest is None:
-            raise CheckpointError(f"{p}: holds no checkpoint to resume from")
-        return latest
-    raise CheckpointError(
-        f"--resume {arg}: no such run dir or checkpoint "
-        "(give 'auto', a run dir, or a checkpoint dir)"
-    )
 
 
 def adopt_chunks(

@@ -21,7 +21,6 @@ latest checkpoint) is reported as a note: it is harmless and resume redoes it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,14 +28,8 @@ import numpy as np
 
 from goexplore.errors import CheckpointError, GoExploreError, RunDirError
 from goexplore.explog import check_entries, chunk_name, load_chunk
-from goexplore.store import (
-    CKPT_NAME,
-    MAX_SMALL_JSON,
-    RunDir,
-    ckpt_frames,
-    load_json,
-    read_checkpoint,
-)
+from goexplore.formats import read_final, read_metrics
+from goexplore.store import CKPT_NAME, RunDir, ckpt_frames, read_checkpoint
 
 
 @dataclass
@@ -230,18 +223,18 @@ def _chunk_index(name: str) -> int | None:
 
 
 def _check_final(rd: RunDir, latest_meta: dict | None, rep: Report) -> None:
-    if not rd.final_path.exists():
-        return
     try:
-        final = load_json(rd.final_path, MAX_SMALL_JSON, "final result")
-        frames, entries = final["frames_total"], final["explog_entries"]
-    except (CheckpointError, KeyError, TypeError) as e:
+        final = read_final(rd.final_path)
+    except RunDirError as e:
         rep.problems.append(f"{rd.final_path}: unreadable ({e})")
         return
+    if final is None:
+        return
+    frames, entries = final["frames_total"], final["explog_entries"]
     if latest_meta is None:
         rep.problems.append(f"{rd.final_path}: a result, but no intact latest checkpoint")
     elif frames != latest_meta["frames"] or entries != latest_meta["explog"]["count"]:
-        if isinstance(frames, int) and frames < latest_meta["frames"]:
+        if frames < latest_meta["frames"]:
             rep.notes.append(
                 f"{rd.final_path}: from an earlier, shorter budget "
                 f"({frames:,} steps; the run has gone on since)"
@@ -255,17 +248,7 @@ def _check_final(rd: RunDir, latest_meta: dict | None, rep: Report) -> None:
 
 
 def _check_metrics(rd: RunDir, rep: Report) -> None:
-    if not rd.metrics_path.exists():
-        return
-    lines = rd.metrics_path.read_bytes().splitlines()
-    bad = []
-    for i, line in enumerate(lines):
-        try:
-            if not isinstance(json.loads(line), dict):
-                raise ValueError
-        except (ValueError, RecursionError):
-            bad.append(i + 1)
-    if bad == [len(lines)]:
-        rep.notes.append(f"{rd.metrics_path}: last row cut short (a crash while it was written)")
-    elif bad:
-        rep.problems.append(f"{rd.metrics_path}: {len(bad)} unreadable row(s) (line {bad[0]})")
+    try:
+        rep.notes.extend(read_metrics(rd.metrics_path)[1])
+    except RunDirError as e:
+        rep.problems.append(str(e))

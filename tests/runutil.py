@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from goexplore.explog import FIELDS, chunk_name, load_chunk
-from goexplore.store import RunDir, load_json, read_checkpoint
+from goexplore.formats import load_json
+from goexplore.store import RunDir, read_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLATILE_FINAL = {"wall_s"}

@@ -54,7 +54,10 @@ ROWS_A = [
     _row(1_900_000, 2500.0, 400.0, 310, 6, 1),
 ]
 FINAL_A = {
+    "env": "montezuma",
+    "seed": 0,
     "frames_total": 2_050_000,
+    "explog_entries": 4_100,
     "frames_unit": "agent_steps",
     "best_done_score": 400.0,
     "max_archive_score": 2600.0,
@@ -367,7 +370,7 @@ def _no_runs(tmp):
 def _bad_config(tmp):
     d = make_run(tmp, "r", ROWS_A)
     (d / "config.json").write_text("[1, 2]")
-    return [d], tmp / "out", f"{d / 'config.json'}: config must be a JSON object"
+    return [d], tmp / "out", f"{d / 'config.json'}: unreadable run config (not a JSON object)"
 
 
 @pytest.mark.parametrize(

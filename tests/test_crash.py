@@ -5,7 +5,7 @@ files byte for byte, the metrics rows). Also Ctrl-C (SIGINT) and SIGTERM.
 
 Kill points are drawn at random (print the seed; rerun one with
 CRASH_SEED=<seed>) among: a moment in time (mid-batch, mostly), and the
-fault-injection points of :mod:`goexplore.testhooks` - a checkpoint half
+fault-injection points of :mod:`goexplore._faults` - a checkpoint half
 written, renamed but not published, published but not pruned; a log chunk
 half written, or renamed but not yet recorded.
 """

@@ -100,7 +100,7 @@ def test_worker_that_raises_reaches_the_user(tmp_path, monkeypatch):
         run_ours("toy", 4, FRAMES, 2, tmp_path / "run", explog_chunk=3000)
     msg = str(e.value)
     assert "Traceback" in msg and "RuntimeError: test fault injected at task #3" in msg
-    assert "testhooks.py" in msg  # the worker's own stack
+    assert "_faults.py" in msg  # the worker's own stack
     assert time.time() - t0 < 60
     assert not wait_gone(children(os.getpid()) - before, 10)
 

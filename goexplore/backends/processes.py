@@ -27,7 +27,7 @@ import traceback
 from collections import deque
 from collections.abc import Iterator
 
-from goexplore import testhooks
+from goexplore import _faults
 from goexplore.backends.base import Counters, Notify, next_chunk
 from goexplore.backends.worker import Worker, WorkerSpec
 from goexplore.errors import WorkerError
@@ -66,7 +66,7 @@ def _worker_main(conn, spec: WorkerSpec) -> None:
                 out = []
                 for task in Task.decode_many(msg, 1):
                     index = task.index
-                    testhooks.hit("task")  # fault injection for tests; off by default
+                    _faults.hit("task")  # fault injection for tests; off by default
                     out.append(worker.run_raw(task))
                 conn.send_bytes(_RESULT + worker.encode(out))
             elif kind == _VIEW:

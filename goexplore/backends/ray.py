@@ -27,7 +27,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from goexplore import testhooks
+from goexplore import _faults
 from goexplore.backends.base import Counters, Notify, local_cores, next_chunk
 from goexplore.backends.processes import MAX_RESPAWNS, _ranges
 from goexplore.backends.worker import Worker, WorkerSpec
@@ -58,7 +58,7 @@ class _Actor:
     def run(self, tasks: bytes) -> bytes:
         out = []
         for task in Task.decode_many(tasks):
-            testhooks.hit("task")  # fault injection for tests; off by default
+            _faults.hit("task")  # fault injection for tests; off by default
             out.append(self.worker.run_raw(task))
         return self.worker.encode(out)
 

@@ -9,7 +9,6 @@ is a sibling file it links to.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,6 +169,7 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
     ``run_dir/report``). Returns what was written."""
     from goexplore.phase1 import load_run
     from goexplore.report import html, plots
+    from goexplore.formats import read_final
     from goexplore.store import RunDir
 
     _require_plotting()
@@ -180,12 +180,7 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
     out.mkdir(parents=True, exist_ok=True)
     rd = RunDir(run_dir)
     rows = rd.read_metrics()
-    final = None
-    if rd.final_path.exists():
-        try:
-            final = json.loads(rd.final_path.read_text())
-        except ValueError:
-            final = None
+    final = read_final(rd.final_path)
     cfg, a, explog = phase1.cfg, phase1.archive, phase1.explog
     names = tuple(phase1.fact_names)
     n = a.n
@@ -282,8 +277,8 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
                         vals,
                         label=label,
                         log=logscale,
-                        title=f"{cfg.env}: level {lev}, {int(sel.sum()):,} cells, "
-                        f"coloured by {label}",
+                        title=f"{cfg.env}: level {lev}{' (the first)' if lev == 0 else ''}, "
+                        f"{int(sel.sum()):,} cells, coloured by {label}",
                     )
                     fname = f"map{suffix}.png" if colour == "score" else f"map_visits{suffix}.png"
                     (out / fname).write_bytes(png)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from goexplore import formats
 from goexplore.errors import GoExploreError, StorageError
 
 BUDGETS = (1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000)
@@ -50,7 +51,6 @@ QUANTITIES = (
     ("rooms_found", "rooms found", "rooms.png"),
     ("max_level", "highest level reached (max_level)", "level.png"),
 )
-NUMERIC = tuple(q[0] for q in QUANTITIES)
 
 PROTOCOL_NOTE = (
     "Scores are Phase 1 results: a deterministic search that restores the "
@@ -88,69 +88,10 @@ class Run:
         return self.rows[-1]["frames"] if self.rows else 0
 
 
-def _read_json_object(path: Path, what: str) -> dict:
-    try:
-        obj = json.loads(path.read_text())
-    except OSError as e:
-        raise GoExploreError(f"{path}: cannot read {what}: {e.strerror or e}") from None
-    except (ValueError, RecursionError) as e:
-        raise GoExploreError(f"{path}: {what} is not valid JSON ({e})") from None
-    if not isinstance(obj, dict):
-        raise GoExploreError(f"{path}: {what} must be a JSON object, not {type(obj).__name__}")
-    return obj
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def read_metrics(path: Path) -> tuple[list[dict], list[str]]:
-    """The rows of a metrics.jsonl and notes about it. Blank lines are skipped,
-    and so is a last line cut short by a crash (no newline after it, as
-    ``goexplore verify`` allows); any other malformed line is an error naming
-    the file and line."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as e:
-        raise GoExploreError(f"{path}: cannot read metrics: {e.strerror or e}") from None
-    lines = text.splitlines()
-    rows: list[dict] = []
-    notes: list[str] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}, line {n}"
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            if n == len(lines) and not text.endswith("\n"):
-                notes.append(f"{path}: last line cut short (a crash while it was written); skipped")
-                continue
-            raise GoExploreError(
-                f"{where}: malformed metrics line (not JSON): {line[:80]!r}"
-            ) from None
-        if not isinstance(row, dict):
-            raise GoExploreError(f"{where}: malformed metrics line (a JSON object is expected)")
-        frames = row.get("frames")
-        if not isinstance(frames, int) or isinstance(frames, bool) or frames < 0:
-            raise GoExploreError(
-                f"{where}: malformed metrics line ('frames' must be a "
-                f"non-negative integer, got {frames!r})"
-            )
-        if rows and frames <= rows[-1]["frames"]:
-            raise GoExploreError(
-                f"{where}: malformed metrics line (frames {frames:,} does not "
-                f"increase on the previous row's {rows[-1]['frames']:,})"
-            )
-        for name in NUMERIC:
-            v = row.get(name)
-            if v is not None and not _is_number(v):
-                raise GoExploreError(
-                    f"{where}: malformed metrics line ({name!r} must be a "
-                    f"number or null, got {v!r})"
-                )
-        rows.append(row)
-    return rows, notes
+    """The rows of a metrics.jsonl and notes about it (the run dir's one reader,
+    :func:`goexplore.formats.read_metrics`)."""
+    return formats.read_metrics(path)
 
 
 def _flag_value(v) -> str:
@@ -193,7 +134,7 @@ def load_run(path: Path) -> Run:
     for name in ("config.json", "metrics.jsonl"):
         if not (path / name).is_file():
             raise GoExploreError(f"{path}: not a run dir (no {name})")
-    cfg = _read_json_object(path / "config.json", "config")
+    cfg = formats.read_config_object(path / "config.json")
     env = cfg.get("env")
     if not isinstance(env, str) or not env:
         raise GoExploreError(f"{path / 'config.json'}: 'env' must be a game name, got {env!r}")
@@ -207,9 +148,7 @@ def load_run(path: Path) -> Run:
         raise GoExploreError(f"{path / 'config.json'}: 'seed' must be an integer, got {seed!r}")
     preset = preset + changed_flags(cfg, preset)
     rows, notes = read_metrics(path / "metrics.jsonl")
-    final = None
-    if (path / "final.json").exists():
-        final = _read_json_object(path / "final.json", "final.json")
+    final = formats.read_final(path / "final.json")
     return Run(path, env, preset, seed, rows, final, notes)
 
 

@@ -8,8 +8,9 @@ goexplore[tensorboard]``) or, failing that, PyTorch's
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from goexplore.formats import parse_metrics_line
 
 SKIP = {"batch", "frames", "time"}
 INSTALL_HINT = "pip install 'goexplore[tensorboard]'  (or: pip install tensorboardX)"
@@ -47,6 +48,7 @@ class MetricsToTensorBoard:
         self.after = after_frames
         self.writer = cls(str(self.log_dir))
         self._offset = 0
+        self._prev: dict | None = None
         self.rows_written = 0
 
     def update(self, progress=None) -> None:
@@ -63,11 +65,9 @@ class MetricsToTensorBoard:
             return
         self._offset += end + 1
         for line in data[:end].splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            self.write_row(row)
+            if line.strip():  # the run dir's one rule for a line (goexplore.formats)
+                self._prev = parse_metrics_line(line, str(self.metrics_path), self._prev)
+                self.write_row(self._prev)
         self.writer.flush()
 
     def write_row(self, row: dict) -> None:

@@ -1,5 +1,6 @@
-"""Fault-injection points for the crash-safety tests. Off (one dict lookup)
-unless one of these environment variables is set:
+"""Fault-injection points for the crash-safety tests (private). Off unless one of
+these environment variables is set when the process first reaches a point;
+then :func:`hit` becomes a no-op function for the rest of the process:
 
 ``GOEXPLORE_TEST_KILL_AT="POINT:N[,POINT:N...]"``
     the process SIGKILLs itself the N-th time (1-based) it reaches POINT;
@@ -42,6 +43,7 @@ def hit(point: str) -> None:
         _spec = (_parse("GOEXPLORE_TEST_KILL_AT"), _parse("GOEXPLORE_TEST_RAISE_AT"))
     kill, fail = _spec
     if not (kill or fail):
+        globals()["hit"] = _off  # callers look ``hit`` up on the module: now it costs nothing
         return
     n = _counts[point] = _counts.get(point, 0) + 1
     if n not in (kill.get(point), fail.get(point)) or not _first():
@@ -49,6 +51,10 @@ def hit(point: str) -> None:
     if kill.get(point) == n:
         os.kill(os.getpid(), signal.SIGKILL)
     raise RuntimeError(f"test fault injected at {point} #{n}")
+
+
+def _off(point: str) -> None:
+    """:func:`hit` when no fault is asked for."""
 
 
 def _first() -> bool:
