@@ -47,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+from goexplore.testing import synthetic_archive
+
 
 # --- (a) the bare emulator loop ---------------------------------------------------------------
 class _BareLoop:
@@ -141,7 +143,7 @@ def archive_bare_rate(env_name: str, archive, codec, seconds: float, seed: int =
     loop = _BareLoop(env_name, seed)
     try:
         rng = np.random.default_rng(seed)
-        csum = archive._weights()
+        csum = archive.cumulative_weights()
         ids = np.minimum(np.searchsorted(csum, rng.random(256) * csum[-1]), archive.n - 1)
         return loop.run(seconds, [codec.decompress(archive.state(i)) for i in ids.tolist()])
     finally:
@@ -326,41 +328,6 @@ def _segments(p, frames, segments, measure_bare, log, cores, bare, par, arch) ->
 
 
 # --- selection at scale ------------------------------------------------------------------------
-def synthetic_archive(
-    n: int, key_size: int = 88, n_facts: int = 5, state_bytes: int = 110, seed: int = 0
-):
-    """An archive of ``n`` cells with random distinct keys (values 0..8), random
-    counters and random state blobs of about ``state_bytes`` (a dictionary-
-    compressed ALE state is ~100-120 bytes)."""
-    from goexplore.archive import Archive
-    from goexplore.cells import DONE_KEY
-
-    rng = np.random.default_rng(seed)
-    keys = rng.integers(0, 9, (n, key_size), dtype=np.uint8)
-    done = n // 2
-    keys[done] = 0
-    arrays = {
-        "keys": keys,
-        "score": rng.integers(0, 50, n).astype(np.float64) * 100,
-        "traj_len": rng.integers(1, 5000, n),
-        "traj_last": rng.integers(0, 10 * n, n),
-        "seen": rng.geometric(0.02, n) - 1,
-        "chosen": rng.integers(0, 100, n),
-        "chosen_since_new": rng.integers(0, 50, n),
-        "lives": np.full(n, 5, np.int16),
-        "facts": rng.integers(0, 24, (n, n_facts)).astype(np.int16),
-        "is_done": np.zeros(n, np.bool_),
-    }
-    arrays["is_done"][done] = True
-    lens = rng.integers(state_bytes - 30, state_bytes + 30, n)
-    blob = rng.integers(0, 256, int(lens.sum()), dtype=np.uint8).tobytes()
-    ends = np.cumsum(lens).tolist()
-    states = [b"\x01" + blob[a:b] for a, b in zip([0] + ends[:-1], ends)]
-    a = Archive.from_arrays(key_size, n_facts, arrays, states, where="synthetic")
-    assert a.key_of(done) == DONE_KEY
-    return a
-
-
 def selection_bench(n_cells: int, batches: int = 30, touched: int = 600, seed: int = 0) -> dict:
     """ms per batch of ``sample(100)``, each batch after ``touched`` random
     cells' ``seen`` changed (about what a batch of 100 episodes does)."""
@@ -372,8 +339,7 @@ def selection_bench(n_cells: int, batches: int = 30, touched: int = 600, seed: i
     for _ in range(batches):
         ids = rng.integers(0, a.n, touched)
         ids = np.unique(ids[~a.is_done[ids]])
-        a.seen[ids] += 1
-        a._touched.append(ids)
+        a.add_visits(ids)
         t = time.perf_counter()
         a.sample(100, gen)
         times.append(time.perf_counter() - t)
@@ -540,8 +506,7 @@ def selection_dk_bench(
     times, add_times = [], []
     for _ in range(batches):
         ids = rng.integers(0, a.n, touched)
-        a._seen[ids] += 1
-        a._touched.append(ids)
+        a.add_visits(ids)
         t = time.perf_counter()
         for _ in range(new):
             k = bytes(next(extra))

@@ -2,9 +2,9 @@
 
 The worker holds a *view* of the archive as it was at the start of the batch
 (key -> id, and per id the score and trajectory length), kept current by the
-deltas the master sends (DESIGN.md section 3). The worker reduces its episode
-to what the master's accept rule needs, per cell visited (reference rule,
-DESIGN.md section 2):
+deltas the master sends (docs/architecture.md). The worker reduces its episode
+to what the master's accept rule needs, per cell visited (the reference rule,
+:mod:`goexplore.archive.accept`):
 
 * within one episode the trajectory grows by one step per step, so of all the
   visits to a cell the one that can end up stored is its *best visit*: the

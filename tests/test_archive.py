@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from oracles import reference_sample
 
 from goexplore.archive import Archive
-from goexplore.bench import synthetic_archive
+from goexplore.testing import synthetic_archive
 from goexplore.cells import DONE_KEY, make_cells
 from goexplore.codec import StateCodec
 from goexplore.config import Config

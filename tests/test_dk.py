@@ -57,7 +57,7 @@ def _same_archive(p, q):
 def _weights_are_current(p):
     """The incrementally kept weights equal a recomputation from the counters."""
     a = p.archive
-    csum = a._weights().copy()
+    csum = a.cumulative_weights().copy()
     full = a.weights_of(np.arange(a.n))
     np.testing.assert_array_equal(a.weight[: a.n], full)
     np.testing.assert_array_equal(csum, np.cumsum(full))

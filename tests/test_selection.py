@@ -210,15 +210,15 @@ def test_level_weight_follows_the_top_level_of_live_cells():
     a = Archive(2, 1, params=p, level_fact=0)
     for j, lv in enumerate((0, 0, 1)):
         a.add(bytes((j, 0)), b"s", 0.0, 1, 0, 3, (lv,))
-    a._weights()
+    a.cumulative_weights()
     assert a.max_level == 1
     np.testing.assert_allclose(a.weight[:3], [0.1, 0.1, 1.0])
     a._replace(2, b"s", 5.0, 1, 0, 3, (0,))  # the level-1 cell is now level 0
-    csum = a._weights()
+    csum = a.cumulative_weights()
     assert a.max_level == 0
     np.testing.assert_array_equal(a.weight[:3], a.weights_of(np.arange(3)))
     np.testing.assert_allclose(a.weight[:3], [1.0, 1.0, 1.0])
     np.testing.assert_array_equal(csum, np.cumsum(a.weight[:3]))
     a.add(b"", b"s", 0.0, 1, 0, 3, (7,))  # a DONE cell's level does not count
-    a._weights()
+    a.cumulative_weights()
     assert a.max_level == 0 and a.weight[3] == 0.0
