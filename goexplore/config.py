@@ -1,7 +1,7 @@
 """The run configuration: one frozen, typed record; every field has a one-line
 help used by the CLI. ``validate`` reports every problem at once.
 
-The defaults are the reference configuration (DESIGN.md section 2)."""
+The defaults are the reference configuration (docs/concepts.md, "What exact means")."""
 
 from __future__ import annotations
 

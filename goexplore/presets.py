@@ -7,7 +7,7 @@ started from. ``goexplore presets`` lists them.
 
 Where the settings come from:
 
-* ``reference`` — the reference script (DESIGN.md section 2): 11x8 downscaled
+* ``reference`` — the reference script (docs/concepts.md): 11x8 downscaled
   frames with 9 grey levels, weight 1/sqrt(seen+1), an episode ends at a life
   loss. The default; reproduces the reference exactly.
 * ``montezuma-dk`` — the Montezuma domain-knowledge run of the Go-Explore
@@ -22,16 +22,9 @@ Where the settings come from:
 * ``downscale-dynamic`` — the no-domain-knowledge run of the Nature paper (the
   original code's ``phase1_downscaled.sh``): the downscale re-chosen from recent
   frames (:mod:`goexplore.dynamic`), split factor 0.125, seen weight 1, counters
-  reset on update. Two measured departures: a chosen-since-new weight of 1 is
-  added to the paper's seen weight, because the downscale packs most cells into
-  the first rooms and seen-only selection then spends nine picks in ten there
-  (Montezuma seeds 0 and 1 at 5M agent steps: 6,600 and 6,700 points against
-  3,600 and 5,600 with seen weight alone; README). And the paper ends an
-  episode only at game over; here a life loss ends it, because that found more
-  at our budgets (Montezuma seed 0 at 1M agent steps, seen weight alone: 2,500
-  points and 5 rooms against 400 and 3 rooms). With the since-new term, game
-  over found more at 2M on seeds 0 and 1 (4,500 and 6,500 points against 3,500
-  and 3,700; README): a candidate change, not yet checked at 5M. The paper's
+  reset on update. Two departures, each chosen on measurements over two seeds
+  (docs/studies/): a chosen-since-new weight of 1 beside the paper's seen weight,
+  and an episode that ends at a life loss (the paper's ends at game over). The paper's
   cadence (one choice after 10,000 steps, then every 10M of a 500M-step run) is
   scaled to runs of millions of steps (see ``goexplore.dynamic``).
 """
@@ -98,11 +91,9 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "downscale-dynamic",
-            "no domain knowledge, the Nature paper's dynamic downscaling: the "
-            "downscale re-chosen from recent frames (split factor 0.125); seen weight 1 "
-            "plus chosen-since-new weight 1 (measured better than the paper's seen weight "
-            "alone); episode ends at a life loss (better at 1M, seen-only; game over found "
-            "more at 2M with the since-new term: see the README)",
+            "no domain knowledge (the Nature paper's dynamic downscaling): the downscale "
+            "re-chosen from recent frames, split factor 0.125; seen weight 1, "
+            "chosen-since-new weight 1; episode ends at a life loss",
             {
                 "cells": "downscale-dynamic",
                 "seen_weight": 1.0,
@@ -115,10 +106,6 @@ PRESETS: dict[str, Preset] = {
         ),
     )
 }
-
-
-def preset_names() -> list[str]:
-    return list(PRESETS)
 
 
 def apply_preset(name: str, given: dict) -> Config:
