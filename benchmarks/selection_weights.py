@@ -4,7 +4,7 @@ in one run, alternating, so the machine's noise hits both alike.
 
     python benchmarks/selection_weights.py [--cells 100000] [--rounds 3] [--json PATH]
 
-Target (issue "Find more in fewer steps"): <= 1 ms per batch at 100k cells.
+Target: <= 1 ms per batch at 100k cells (docs/performance.md).
 """
 
 from __future__ import annotations

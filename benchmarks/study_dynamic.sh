@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# The dynamic-downscaling study of the README ("No domain knowledge: dynamic downscaling"):
+# The dynamic-downscaling study (docs/studies/, "No domain knowledge: dynamic downscaling"):
 # downscale-dynamic on Montezuma (seeds 0 and 1 to 5M agent steps, seed 0 on to 20M), and
 # on Pitfall, Venture and Private Eye to 2M, each against the reference preset; then the
 # compare pages. Every run is resumable: run this again (or after a kill) and each run
 # continues from its latest checkpoint.
 #
-#   benchmarks/study_dynamic.sh [OUT_DIR]      (default /work/study/runs; keep it outside the repo)
+#   benchmarks/study_dynamic.sh OUT_DIR      (keep OUT_DIR outside the repo)
 #
 # One worker per run, two runs at a time (a 2-core machine), the long run alone on two
 # workers: results do not depend on the number of workers.
 # The reference Montezuma runs (seeds 0, 1 to 5M) are benchmarks/study_presets.sh's.
 set -euo pipefail
-OUT=${1:-/work/study/runs}
+OUT=${1:?usage: study_dynamic.sh OUT_DIR}
 LONG=${LONG:-20000000}
 GE=${GE:-goexplore}
 mkdir -p "$OUT"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The current downscale-dynamic preset (with the chosen-since-new weight) where the
-# README's dynamic section needs it beyond the Montezuma runs of study_variants.sh
+# dynamic-downscaling study needs it beyond the Montezuma runs of study_variants.sh
 # (sincenew1, seeds 0 and 1 to 5M; seed 0 on to 20M with two workers):
 #   * Pitfall, Venture and Private Eye, seed 0, to 2M agent steps (against the reference
 #     runs of study_dynamic.sh);
@@ -10,9 +10,9 @@
 # not depend on the number of workers. Resumable: run it again and each run continues
 # from its latest checkpoint.
 #
-#   benchmarks/study_dynamic_preset.sh [OUT_DIR]   (default /work/study/runs; outside the repo)
+#   benchmarks/study_dynamic_preset.sh OUT_DIR   (keep OUT_DIR outside the repo)
 set -euo pipefail
-OUT=${1:-/work/study/runs}
+OUT=${1:?usage: study_dynamic_preset.sh OUT_DIR}
 GE=${GE:-goexplore}
 mkdir -p "$OUT"
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The search-quality study of the README ("Finding more per step"): montezuma-dk against
+# The search-quality study of the presets (docs/studies/): montezuma-dk against
 # reference on Montezuma (seeds 0 and 1), pitfall-dk against reference on Pitfall (seed 0),
 # then one compare page. Every run is resumable: run this again (or after a kill) and each
 # run continues from its latest checkpoint; raise BUDGET to extend the Montezuma runs.
 #
-#   benchmarks/study_presets.sh [OUT_DIR]      (default /work/study/runs; keep it outside the repo)
+#   benchmarks/study_presets.sh OUT_DIR      (keep OUT_DIR outside the repo)
 #
 # One worker per run, all runs at once: on 2 cores the six runs share the machine, which
 # changes only how long they take, never what they find (results do not depend on timing).
 set -euo pipefail
-OUT=${1:-/work/study/runs}
+OUT=${1:?usage: study_presets.sh OUT_DIR}
 BUDGET=${BUDGET:-5000000}
 PITFALL_BUDGET=${PITFALL_BUDGET:-2000000}
 GE=${GE:-goexplore}

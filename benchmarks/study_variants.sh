@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12's question "what limits downscale-dynamic?", one setting at a time: the
+# The question "what limits downscale-dynamic?", one setting at a time: the
 # paper's downscale-dynamic (the preset with the paper's seen-only selection,
 # --since-new-weight 0) with extra flags, Montezuma seeds 0 and 1 to 5M agent steps,
 # side by side with downscale-dynamic and reference (benchmarks/study_dynamic.sh,
@@ -7,8 +7,8 @@
 # a kill) and each run continues from its latest checkpoint.
 #
 #   benchmarks/study_variants.sh OUT_DIR NAME [FLAG ...]
-#   e.g. benchmarks/study_variants.sh /work/study/runs split0.5 --split-factor 0.5
-#        benchmarks/study_variants.sh /work/study/runs sincenew1 --since-new-weight 1
+#   e.g. benchmarks/study_variants.sh ~/study-runs split0.5 --split-factor 0.5
+#        benchmarks/study_variants.sh ~/study-runs sincenew1 --since-new-weight 1
 #
 # Runs go to OUT_DIR/downscale-dynamic-NAME-seedS (keep OUT_DIR outside the repo).
 # One worker per run, two runs at a time (a 2-core machine): results do not depend on it.
