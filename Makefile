@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-# A short Montezuma exploration (~2 min on 2 cores) that ends with a report. It uses the
+# A short Montezuma exploration (about a minute on 2 cores) that ends with a report. It uses the
 # montezuma-dk preset: by 400k agent steps our seed 0 and 1 runs had 15 and 10 rooms and
 # 3,600 and 2,500 points, where the reference preset had 1 and 5 rooms, 100 and 500 points.
 RUN_DIR ?= runs/quickstart
