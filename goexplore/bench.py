@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from goexplore.testing import synthetic_archive
+from goexplore.testing import synthetic_archive, synthetic_counters
 
 
 # --- (a) the bare emulator loop ---------------------------------------------------------------
@@ -474,19 +474,8 @@ def selection_dk_bench(
     pool = np.unique(keys(3 * (n_cells + batches * new)), axis=0)
     pool = pool[rng.permutation(len(pool))]
     base = pool[:n_cells]
-    arrays = {
-        "keys": base,
-        "score": rng.integers(0, 50, n_cells).astype(np.float64) * 100,
-        "traj_len": rng.integers(1, 5000, n_cells),
-        "traj_last": rng.integers(0, 10 * n_cells, n_cells),
-        "seen": rng.geometric(0.02, n_cells) - 1,
-        "chosen": rng.integers(0, 100, n_cells),
-        "chosen_since_new": rng.integers(0, 50, n_cells),
-        "lives": np.full(n_cells, 5, np.int16),
-        "facts": np.zeros((n_cells, 5), np.int16),
-        "is_done": np.zeros(n_cells, np.bool_),
-        "steps": rng.integers(0, 1000, n_cells).astype(np.int32),
-    }
+    arrays = synthetic_counters(rng, base, 5)
+    arrays["steps"] = rng.integers(0, 1000, n_cells).astype(np.int32)
     arrays["facts"][:, 3] = base[:, 0]
     t = time.perf_counter()
     a = Archive.from_arrays(

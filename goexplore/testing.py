@@ -1,7 +1,8 @@
 """Helpers for testing and benchmarking goexplore, shipped with it.
 
 * :func:`synthetic_archive`: an archive of ``n`` random cells, for scale tests and
-  benchmarks of selection and checkpoints.
+  benchmarks of selection and checkpoints;
+* :func:`synthetic_counters`: the per-cell arrays of such an archive for given keys.
 """
 
 from __future__ import annotations
@@ -22,18 +23,8 @@ def synthetic_archive(
     keys = rng.integers(0, 9, (n, key_size), dtype=np.uint8)
     done = n // 2
     keys[done] = 0
-    arrays = {
-        "keys": keys,
-        "score": rng.integers(0, 50, n).astype(np.float64) * 100,
-        "traj_len": rng.integers(1, 5000, n),
-        "traj_last": rng.integers(0, 10 * n, n),
-        "seen": rng.geometric(0.02, n) - 1,
-        "chosen": rng.integers(0, 100, n),
-        "chosen_since_new": rng.integers(0, 50, n),
-        "lives": np.full(n, 5, np.int16),
-        "facts": rng.integers(0, 24, (n, n_facts)).astype(np.int16),
-        "is_done": np.zeros(n, np.bool_),
-    }
+    arrays = synthetic_counters(rng, keys, n_facts)
+    arrays["facts"] = rng.integers(0, 24, (n, n_facts)).astype(np.int16)
     arrays["is_done"][done] = True
     lens = rng.integers(state_bytes - 30, state_bytes + 30, n)
     blob = rng.integers(0, 256, int(lens.sum()), dtype=np.uint8).tobytes()
@@ -42,3 +33,21 @@ def synthetic_archive(
     a = Archive.from_arrays(key_size, n_facts, arrays, states, where="synthetic")
     assert a.key_of(done) == DONE_KEY
     return a
+
+
+def synthetic_counters(rng: np.random.Generator, keys: np.ndarray, n_facts: int) -> dict:
+    """Checkpoint arrays (:meth:`goexplore.archive.Archive.from_arrays`) for cells with
+    ``keys``: random scores, trajectory lengths and counters, 5 lives, zero facts."""
+    n = len(keys)
+    return {
+        "keys": keys,
+        "score": rng.integers(0, 50, n).astype(np.float64) * 100,
+        "traj_len": rng.integers(1, 5000, n),
+        "traj_last": rng.integers(0, 10 * n, n),
+        "seen": rng.geometric(0.02, n) - 1,
+        "chosen": rng.integers(0, 100, n),
+        "chosen_since_new": rng.integers(0, 50, n),
+        "lives": np.full(n, 5, np.int16),
+        "facts": np.zeros((n, n_facts), np.int16),
+        "is_done": np.zeros(n, np.bool_),
+    }
