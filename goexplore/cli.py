@@ -6,6 +6,7 @@ Every user error prints one clear message and exits with code 2."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -85,7 +86,9 @@ def cmd_run(args) -> int:
 
     cfg = _config_from(args)
     cfg.validate()
-    run_dir = Path(args.run_dir or f"runs/{cfg.env}-seed{cfg.seed}")
+    run_dir = Path(
+        args.run_dir or f"runs/{re.sub(r'[^A-Za-z0-9_.-]+', '-', cfg.env)}-seed{cfg.seed}"
+    )
     phase1, ckpt = prepare(cfg, run_dir, args.resume, fallback=args.fallback)
     where = f"resumed from {ckpt}" if ckpt else "fresh start"
     print(
@@ -114,8 +117,13 @@ def cmd_run(args) -> int:
     print(
         f"\ndone: {final['frames_total']:,} agent steps in {final['wall_s']:.0f}s\n"
         f"  best end-of-episode score  {best if best is not None else 'none yet'}\n"
-        f"  max archive score          {final['max_archive_score']:g}\n"
-        f"  cells                      {final['n_cells']:,}\n"
+        f"  max archive score          {final['max_archive_score']:g}"
+        + (
+            "  (an episode's end scored more: the line above)\n"
+            if best is not None and best > final["max_archive_score"]
+            else "\n"
+        )
+        + f"  cells                      {final['n_cells']:,}\n"
         + (
             f"  rooms                      {final['rooms_found']}\n"
             if final.get("rooms_found") is not None
@@ -204,7 +212,31 @@ def cmd_games(args) -> int:
         print(f"{name:<13} {g.env_id:<28} {note}")
     print(f"{'toy':<13} {'(built in)':<28} tiny deterministic world for tests and examples")
     print("\nAll Atari games: frameskip 4, no sticky actions, minimal action set, reset seed 0.")
+    print(
+        "Any other env: --env gym:ID (a registered Gymnasium id) or --env module:factory; "
+        "check it first with `goexplore check-env` (docs/custom-envs.md)."
+    )
     return 0
+
+
+def cmd_check_env(args) -> int:
+    from goexplore.envs.check import check_env
+
+    for name in ("steps", "states", "explore_frames"):
+        if getattr(args, name) < 1:
+            raise GoExploreError(f"--{name.replace('_', '-')}: must be a positive integer")
+    report = check_env(
+        args.env,
+        env_kwargs=args.env_kwargs,
+        cells=args.cells,
+        steps=args.steps,
+        states=args.states,
+        explore_frames=args.explore_frames,
+        seed=args.seed,
+        log=print,
+    )
+    print(report.text())
+    return 0 if report.ok else 1
 
 
 def cmd_replay(args) -> int:
@@ -223,6 +255,7 @@ def cmd_replay(args) -> int:
             a,
             phase1.explog,
             end_on_life=phase1.cfg.episode_end == "life",
+            env_kwargs=phase1.cfg.env_kwargs,
         )
         for i, why in failures[:20]:
             print(f"cell {i}: MISMATCH: {why}")
@@ -232,7 +265,7 @@ def cmd_replay(args) -> int:
         )
         return 0 if not failures else 1
     if args.cell == "best":
-        i = a.best_cell()
+        i = a.best_trajectory()
     elif args.cell == "done":
         i = a.done_id
         if i < 0:
@@ -254,6 +287,7 @@ def cmd_replay(args) -> int:
         length=int(a.traj_len[i]),
         is_done=a.key_of(i) == DONE_KEY,
         end_on_life=phase1.cfg.episode_end == "life",
+        env_kwargs=phase1.cfg.env_kwargs,
     )
     print(
         f"cell {i}: archived score {a.score[i]:g}, {a.traj_len[i]} steps — "
@@ -359,6 +393,24 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("games", help="list the supported games")
     g.set_defaults(func=cmd_games)
 
+    ce = sub.add_parser(
+        "check-env",
+        help="check that an env restores exactly (deep states included); exit 1 on a problem",
+    )
+    ce.add_argument("env", help="a built-in game, gym:ID, or module:factory")
+    ce.add_argument("--env-kwargs", default="", help="arguments for the factory, a JSON object")
+    ce.add_argument("--cells", default="downscale", help="the cells it will be explored with")
+    ce.add_argument("--steps", type=int, default=50, help="steps compared after each restore")
+    ce.add_argument("--states", type=int, default=12, help="states checked (default 12)")
+    ce.add_argument(
+        "--explore-frames",
+        type=int,
+        default=20_000,
+        help="agent steps of the short Go-Explore run that finds deep states (default 20,000)",
+    )
+    ce.add_argument("--seed", type=int, default=0)
+    ce.set_defaults(func=cmd_check_env)
+
     ps = sub.add_parser("presets", help="list the presets (documented bundles of settings)")
     ps.add_argument("name", nargs="?", default=None, help="show this preset's settings")
     ps.set_defaults(func=cmd_presets)
@@ -367,7 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", help="rebuild a cell's trajectory and verify it by replay from reset"
     )
     p.add_argument("run_dir")
-    p.add_argument("--cell", default="best", help="best (default), done, a cell index, or all")
+    p.add_argument(
+        "--cell",
+        default="best",
+        help="best (default: the highest-scoring trajectory, an episode's end included), "
+        "done, a cell index, or all",
+    )
     p.add_argument("--out", default=None, help="also save the actions (.npy)")
     p.set_defaults(func=cmd_replay)
 

@@ -34,10 +34,16 @@ WEIGHTS = COUNT_WEIGHTS + (
 
 @dataclass(frozen=True)
 class Config:
-    env: str = _f("montezuma", "game to explore (see `goexplore games`)")
+    env: str = _f(
+        "montezuma",
+        "env to explore: a built-in game (see `goexplore games`), gym:ID, or module:factory",
+    )
+    env_kwargs: str = _f(
+        "", "arguments for the env's factory, a JSON object (e.g. '{\"size\": 15}')"
+    )
     seed: int = _f(0, "master seed: same seed, same archive")
     total_frames: int = _f(
-        5_000_000, "budget in agent steps executed by workers (x4 emulator frames)"
+        5_000_000, "budget in agent steps executed by workers (x4 emulator frames on Atari)"
     )
     n_workers: int = _f(
         0,
@@ -61,7 +67,11 @@ class Config:
     )
     cells: str = _f(
         "downscale",
-        "cell representation: downscale, downscale-dynamic, montezuma-dk or pitfall-dk",
+        "cell representation: downscale, downscale-dynamic, montezuma-dk, pitfall-dk, facts, "
+        "or module:factory",
+    )
+    fact_bins: str = _f(
+        "", "facts cells: bin size per fact, e.g. x=2,y=2 (default 1 each; 0 leaves a fact out)"
     )
     cell_x_bin: int = _f(
         8, "domain-knowledge cells: RAM x pixels per bin (paper: 16 on a 2x-wide frame)"
@@ -138,11 +148,7 @@ class Config:
     )
 
     def problems(self) -> list[str]:
-        from goexplore.envs import game_names
-
         p = []
-        if self.env not in game_names():
-            p.append(f"env: unknown game {self.env!r}; choose one of: {', '.join(game_names())}")
         if not 0 <= self.seed < 2**63:
             p.append(f"seed: must be in 0 .. 2**63-1, got {self.seed}")
         if not isinstance(self.n_workers, int) or self.n_workers < 0:
@@ -206,25 +212,26 @@ class Config:
         return p
 
     def _cell_problems(self) -> list[str]:
-        from goexplore.cells import REGISTRY, representation_class
+        from goexplore.cells import representation_class
         from goexplore.cells.domain import check_bins
-        from goexplore.envs import GAMES, TOY_GAMES
+        from goexplore.cells.facts import parse_bins
+        from goexplore.errors import GoExploreError
+        from goexplore.plugins import env_fact_names
 
-        if self.cells not in REGISTRY:
-            return [
-                f"cells: unknown representation {self.cells!r}; "
-                f"choose one of: {', '.join(REGISTRY)}"
-            ]
+        try:
+            names = env_fact_names(self.env, self.env_kwargs)
+        except GoExploreError as e:
+            return [str(e) if str(e).startswith("env") else f"env: {e}"]
+        try:
+            cls = representation_class(self.cells)
+            parse_bins(self.fact_bins)
+            if getattr(cls, "uses_fact_names", False):
+                cls.from_config(self, names)
+        except GoExploreError as e:
+            return [str(e)]
         p = check_bins(self)
-        if self.env in GAMES:  # the game table names the facts: no emulator needed
-            names = tuple(n for n, _ in GAMES[self.env].ram)
-        elif self.env in TOY_GAMES:
-            from goexplore.envs.toy import ToyEnv
-
-            names = ToyEnv.fact_names
-        else:
-            return p
-        return p + representation_class(self.cells).problems(self.env, names)
+        problems = getattr(cls, "problems", None)
+        return p + (problems(self.env, names) if callable(problems) else [])
 
     def validate(self) -> Config:
         p = self.problems()

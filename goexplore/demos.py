@@ -21,12 +21,18 @@ class Replay:
 
 
 def replay(
-    env_name: str, actions, cells, *, keep_frames: bool = False, end_on_life: bool = True
+    env_name: str,
+    actions,
+    cells,
+    *,
+    keep_frames: bool = False,
+    end_on_life: bool = True,
+    env_kwargs: str = "",
 ) -> Replay:
     """Play ``actions`` from reset; sum the raw rewards and key the final frame
     (keying every step: a representation may carry context along the path).
     An episode ends at game over, and at a life loss with ``end_on_life``."""
-    env = make_env(env_name)
+    env = make_env(env_name, env_kwargs)
     try:
         frame = env.reset()
         lives = env.lives()
@@ -61,9 +67,10 @@ def verify_cell(
     length: int,
     is_done: bool,
     end_on_life: bool = True,
+    env_kwargs: str = "",
 ) -> tuple[bool, str]:
     """Does the trajectory reach this cell with this score? (ok, explanation)"""
-    r = replay(env_name, actions, cells, end_on_life=end_on_life)
+    r = replay(env_name, actions, cells, end_on_life=end_on_life, env_kwargs=env_kwargs)
     problems = []
     if r.length != length:
         problems.append(f"length {r.length} != archived {length}")
@@ -81,7 +88,7 @@ def verify_cell(
 
 
 def verify_archive(
-    env_name: str, cells, archive, explog, end_on_life: bool = True
+    env_name: str, cells, archive, explog, end_on_life: bool = True, env_kwargs: str = ""
 ) -> tuple[int, list[tuple[int, str]]]:
     """Replay-verify EVERY cell in one pass: the cells' trajectories form a tree
     in the experience log, and a depth-first walk from reset plays each of its
@@ -118,7 +125,7 @@ def verify_archive(
         if problems:
             failures.append((i, "; ".join(problems)))
 
-    env = make_env(env_name)
+    env = make_env(env_name, env_kwargs)
     try:
         frame = env.reset()
         root_key = cells.keyer()(frame, env.facts())

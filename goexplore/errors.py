@@ -37,3 +37,8 @@ class StorageError(GoExploreError):
             + (f" ({code})" if code else "")
             + (f"\n{hint}" if hint else "")
         )
+
+
+class EnvError(GoExploreError):
+    """An env that does not meet the protocol (goexplore.envs.base) or the
+    adapter's limits: what was wrong, and what is allowed."""

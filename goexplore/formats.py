@@ -219,7 +219,10 @@ FINAL_FIELDS: dict[str, tuple[str, str]] = {
     "episode_end": ("str", "what ends an episode: 'life' or 'game'"),
     "frames_total": ("int", "agent steps executed"),
     "frames_unit": ("str", "always 'agent_steps'"),
-    "emulator_frames_total": ("int?", "emulator frames (agent steps x frameskip; null: toy)"),
+    "emulator_frames_total": (
+        "int?",
+        "emulator frames (agent steps x frameskip; null: the env has no frameskip)",
+    ),
     "batches": ("int", "batches done"),
     "metric": ("str", "the headline metric's name"),
     "value": ("num", "the headline metric's value"),

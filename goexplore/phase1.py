@@ -63,11 +63,13 @@ class Phase1:
         self.cfg = cfg.validate()
         self.run_dir = run_dir
         self.spec = WorkerSpec.from_config(cfg)
-        self.cells = self.spec.make_cells()
-        env = make_env(cfg.env)
-        self.fact_names = env.fact_names
+        env = make_env(cfg.env, cfg.env_kwargs)
+        self.fact_names = tuple(env.fact_names)
         self.room_fact, self.level_fact = env.room_fact, env.level_fact
+        #: emulator frames per agent step (None: the env has no frameskip)
+        self.frameskip = getattr(env, "frameskip", None)
         env.close()
+        self.cells = self.spec.make_cells(self.fact_names)
         self.params = SelectionParams.from_config(cfg)
         self.dynamic = None  # dynamic cells: the master's state (goexplore.dynamic)
         if getattr(self.cells, "dynamic", False):
@@ -103,7 +105,7 @@ class Phase1:
     def seed_root(self) -> None:
         """The root cell: the frame and state right after reset (a reset's frame
         is fresh; only restores leave stale reads)."""
-        env = make_env(self.cfg.env)
+        env = make_env(self.cfg.env, self.cfg.env_kwargs)
         frame = env.reset()
         facts = env.facts()
         self.archive.add(
@@ -438,6 +440,7 @@ class Phase1:
                 length=int(a.traj_len[i]),
                 is_done=a.key_of(i) == DONE_KEY,
                 end_on_life=self.cfg.episode_end == "life",
+                env_kwargs=self.cfg.env_kwargs,
             )
             out[name] = {"cell": i, "score": float(a.score[i]), "ok": ok, "detail": why}
         return out
@@ -453,7 +456,7 @@ class Phase1:
             "episode_end": self.cfg.episode_end,
             "frames_total": self.frames,
             "frames_unit": "agent_steps",
-            "emulator_frames_total": self.frames * 4 if self.cfg.env != "toy" else None,
+            "emulator_frames_total": self.frames * self.frameskip if self.frameskip else None,
             "batches": self.batch,
             "metric": "best_done_score",
             "value": best if best is not None else 0.0,

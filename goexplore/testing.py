@@ -2,12 +2,17 @@
 
 * :func:`synthetic_archive`: an archive of ``n`` random cells, for scale tests and
   benchmarks of selection and checkpoints;
-* :func:`synthetic_counters`: the per-cell arrays of such an archive for given keys.
+* :func:`synthetic_counters`: the per-cell arrays of such an archive for given keys;
+* :func:`check_env`: does an env meet what Go-Explore needs (:mod:`goexplore.envs.check`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from goexplore.envs.check import EnvCheck, check_env
+
+__all__ = ["EnvCheck", "check_env", "synthetic_archive", "synthetic_counters"]
 
 
 def synthetic_archive(

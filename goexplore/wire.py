@@ -242,7 +242,7 @@ def _result_maker():
 
 
 class EpisodeResult:
-    """One episode, reduced for the master (see :mod:`goexplore.explore`). Its
+    """One episode, reduced for the master (see :mod:`goexplore.episode`). Its
     attributes are the :data:`EPISODE` fields, plus ``n`` (agent steps)."""
 
     __slots__ = (*NAMES, "n")

@@ -1,7 +1,7 @@
 """The archive against slow, obvious oracles of the reference's rules.
 
 * The accept rule: episodes are reduced by the real worker code
-  (:func:`goexplore.explore.explore`, against views that lag a batch, through
+  (:func:`goexplore.episode.explore`, against views that lag a batch, through
   the wire format) and applied per episode by :meth:`Archive.apply`; the
   oracle walks every step with the reference's per-step rule on a plain dict.
 * Selection: :meth:`Archive.sample` against the reference's Python walk, over
@@ -24,7 +24,7 @@ from goexplore.codec import StateCodec
 from goexplore.config import Config
 from goexplore.envs import make_env
 from goexplore.errors import CheckpointError
-from goexplore.explore import explore
+from goexplore.episode import explore
 from goexplore.wire import EpisodeResult, Task, WorkerView
 
 KEY_SIZE, N_FACTS = 6, 2
@@ -440,7 +440,7 @@ def test_several_results_in_one_message():
 def test_the_schema_drives_the_wire():
     """Every field the worker produces is in the schema and survives the wire;
     a field missing from a raw result is an error, not a silent zero."""
-    from goexplore.explore import explore_raw
+    from goexplore.episode import explore_raw
     from goexplore.wire import EPISODE, decode_results, encode_results
 
     cfg = Config(env="toy", seed=1)

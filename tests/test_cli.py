@@ -50,7 +50,7 @@ def toy_run(tmp_path, capsys):
 def test_unknown_game_lists_choices(tmp_path, capsys):
     code, out = _run(capsys, "run", "--env", "pong", "--run-dir", str(tmp_path / "x"))
     assert code == 2
-    assert "unknown game 'pong'" in out and "montezuma" in out and "skiing" in out
+    assert "unknown env 'pong'" in out and "montezuma" in out and "skiing" in out
     assert not (tmp_path / "x").exists()
 
 
@@ -88,7 +88,7 @@ def test_all_problems_reported_at_once(tmp_path, capsys):
         str(tmp_path / "x"),
     )
     assert code == 2
-    assert "unknown game" in out and "total-frames" in out and "n-workers" in out
+    assert "unknown env" in out and "total-frames" in out and "n-workers" in out
 
 
 def test_run_dir_of_a_different_run_is_refused(toy_run, capsys):

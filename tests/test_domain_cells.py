@@ -94,7 +94,8 @@ def test_games_without_facts_have_no_rooms():
 
 
 def test_registry_and_config_choose_the_representation():
-    assert set(REGISTRY) == {"downscale", "downscale-dynamic", "montezuma-dk", "pitfall-dk"}
+    want = {"downscale", "downscale-dynamic", "montezuma-dk", "pitfall-dk", "facts"}
+    assert set(REGISTRY) == want
     assert isinstance(make_cells(Config()), representation_class("downscale"))
     rep = make_cells(Config(cells="montezuma-dk", cell_x_bin=4, cell_y_bin=8))
     assert (rep.x_bin, rep.y_bin) == (4, 8)

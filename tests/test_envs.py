@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from goexplore.errors import ConfigError
 from goexplore.envs import GAMES, RestorableEnv, game_names, make_env
 
 FAST = ["toy", "montezuma"]
@@ -90,6 +91,6 @@ def test_atari_step_equals_gymnasium():
 
 
 def test_unknown_env_lists_choices():
-    with pytest.raises(ValueError, match="montezuma"):
+    with pytest.raises(ConfigError, match="montezuma.*gym:ID.*module:factory"):
         make_env("nope")
     assert "toy" in game_names() and "montezuma" in game_names()

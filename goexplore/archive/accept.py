@@ -17,7 +17,7 @@ visits to a cell the one that can end up stored is its best visit (the
 earliest with the highest score), and the cell is replaced iff that visit
 beats the live entry; a new cell keeps ``seen == 1`` iff its best visit is its
 first. The worker has already reduced the episode to best visits
-(:mod:`goexplore.explore`); ``tests/test_archive.py`` checks this function
+(:mod:`goexplore.episode`); ``tests/test_archive.py`` checks this function
 against a literal per-step oracle.
 
 Beyond the reference: ``steps`` counts the agent steps episodes spent in a

@@ -224,6 +224,16 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         order = np.lexsort((live, self.traj_len[live], -self.score[live]))
         return int(live[order[0]])
 
+    def best_trajectory(self) -> int:
+        """The cell whose trajectory scores most: :meth:`best_cell`, or the DONE cell
+        where an episode's end scored more than any cell (an env whose goal ends the
+        episode keeps its score there)."""
+        best = self.best_cell()
+        done = self._done_id
+        if done >= 0 and self.score[done] > self.score[best]:
+            return int(done)
+        return best
+
     # --- the accept rule (goexplore.archive.accept) -------------------------------------
     apply = apply_episode
 

@@ -9,7 +9,7 @@ from goexplore.cells import make_cells
 from goexplore.codec import StateCodec
 from goexplore.config import Config
 from goexplore.envs import make_env
-from goexplore.explore import explore_raw
+from goexplore.episode import explore_raw
 from goexplore.wire import EpisodeResult, Task, WorkerView, decode_results, encode_results
 
 
@@ -35,15 +35,15 @@ class WorkerSpec:
     def end_on_life(self) -> bool:
         return self.config.episode_end == "life"
 
-    def make_cells(self):
-        return make_cells(self.config)
+    def make_cells(self, fact_names: tuple[str, ...] = ()):
+        return make_cells(self.config, fact_names)
 
 
 class Worker:
     def __init__(self, spec: WorkerSpec):
         self.spec = spec
-        self.env = make_env(spec.env)
-        self.cells = spec.make_cells()
+        self.env = make_env(spec.env, spec.config.env_kwargs)
+        self.cells = spec.make_cells(tuple(self.env.fact_names))
         self.codec = StateCodec()
         self.view = WorkerView()
         self.frames = None  # dynamic cells: (frame codec, sampling probability)

@@ -3,7 +3,8 @@
 A representation turns what an exploration step sees (the frame and the env's
 per-step facts, :meth:`goexplore.envs.base.RestorableEnv.facts`) into a cell
 key of ``key_size`` bytes. It is chosen by ``Config.cells`` and recorded in
-config.json. Adding one is one module plus one line in :data:`REGISTRY`.
+config.json. Adding one is one module plus one line in :data:`REGISTRY`; outside
+this package, ``--cells module:factory`` or an entry point (:mod:`goexplore.plugins`).
 
 Some keys depend on the path that led to a state, not only on the state: the
 Montezuma domain-knowledge key remembers the room each held key was taken in.
@@ -18,9 +19,8 @@ or None for keys without a position (the downscaled frame).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,6 +33,7 @@ REGISTRY: dict[str, str] = {
     "downscale-dynamic": "goexplore.cells.dynamic:DynamicDownscaleCells",
     "montezuma-dk": "goexplore.cells.domain:MontezumaCells",
     "pitfall-dk": "goexplore.cells.domain:PitfallCells",
+    "facts": "goexplore.cells.facts:FactCells",
 }
 
 DONE_KEY = b""  # the virtual end-of-episode cell (never sampled)
@@ -76,19 +77,32 @@ class CellRepresentation(Protocol):
         """The cell's position, or None where keys have none."""
 
 
-def representation_class(name: str) -> type[CellRepresentation]:
-    try:
-        module, cls = REGISTRY[name].split(":")
-    except KeyError:
-        raise ValueError(
-            f"unknown cell representation {name!r}; choose one of: {', '.join(REGISTRY)}"
-        ) from None
-    return getattr(importlib.import_module(module), cls)
+def representation_class(name: str) -> Any:
+    """The class (or factory function) of the representation ``name``."""
+    from goexplore.plugins import cells_factory
+
+    return cells_factory(name)
 
 
-def make_cells(cfg: Config) -> CellRepresentation:
-    """The representation ``cfg.cells`` with ``cfg``'s parameters."""
-    return representation_class(cfg.cells).from_config(cfg)
+def make_cells(cfg: Config, fact_names: tuple[str, ...] = ()) -> CellRepresentation:
+    """The representation ``cfg.cells`` with ``cfg``'s parameters; ``fact_names``
+    (the env's) for representations that key on named facts."""
+    from goexplore.errors import ConfigError
+
+    made = representation_class(cfg.cells)
+    if getattr(made, "uses_fact_names", False):
+        rep = made.from_config(cfg, fact_names)
+    elif hasattr(made, "from_config"):
+        rep = made.from_config(cfg)
+    else:
+        rep = made(cfg)
+    missing = [m for m in ("key_size", "keyer", "describe") if not hasattr(rep, m)]
+    if missing:
+        raise ConfigError(
+            f"cells {cfg.cells!r}: {type(rep).__name__} is not a cell representation "
+            f"(missing: {', '.join(missing)}; see goexplore.cells.CellRepresentation)"
+        )
+    return rep
 
 
 def neighbour_room(rep: object, room: int, dx: int, dy: int) -> int | None:

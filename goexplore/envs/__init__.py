@@ -1,29 +1,20 @@
-"""Environments: the protocol, the Atari adapter and the toy world."""
+"""Environments: the protocol, the Atari adapter, the Gymnasium adapter and the toy world.
+
+Env names resolve in :mod:`goexplore.plugins` (built-in names, ``gym:ID``,
+``module:factory``, entry points), the same way in every process."""
 
 from __future__ import annotations
 
 from goexplore.envs.atari import GAMES
 from goexplore.envs.base import RestorableEnv
+from goexplore.plugins import builtin_env_names, make_env
 
 TOY_GAMES = ("toy",)
 
 
 def game_names() -> list[str]:
-    """Every name ``make_env`` accepts."""
-    return list(GAMES) + list(TOY_GAMES)
-
-
-def make_env(name: str) -> RestorableEnv:
-    """Build the environment called ``name`` (see :func:`game_names`)."""
-    if name in TOY_GAMES:
-        from goexplore.envs.toy import ToyEnv
-
-        return ToyEnv(name)
-    if name in GAMES:
-        from goexplore.envs.atari import AtariEnv
-
-        return AtariEnv(name)
-    raise ValueError(f"unknown env {name!r}; choose one of: {', '.join(game_names())}")
+    """Every built-in name ``make_env`` accepts (it also takes gym:ID and module:factory)."""
+    return builtin_env_names()
 
 
 __all__ = ["RestorableEnv", "make_env", "game_names", "GAMES"]

@@ -100,6 +100,7 @@ class AtariEnv:
         self._ALEState = ALEState
         self._actions = list(self._gym._action_set)
         self.n_actions = len(self._actions)
+        self.frameskip = FRAMESKIP  # emulator frames per agent step
         self._screen = np.empty((210, 160), dtype=np.uint8)
         self.fact_names = tuple(name for name, _ in self.game.ram)
         self.room_fact, self.level_fact = self.game.room_fact, self.game.level_fact

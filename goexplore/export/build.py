@@ -46,6 +46,7 @@ def record(
     state_every: int,
     end_on_life: bool,
     video: Path | None = None,
+    env_kwargs: str = "",
 ) -> tuple[Demo, float, int | None, bool]:
     """Play ``actions`` from reset in a fresh env, keeping observations, lives
     and a state every ``state_every`` steps. Returns (demo, replayed score,
@@ -54,7 +55,7 @@ def record(
 
     from goexplore.envs import make_env
 
-    env = make_env(env_name)
+    env = make_env(env_name, env_kwargs)
     writer = None
     if video is not None:
         from goexplore.report.media import VideoWriter
@@ -165,6 +166,7 @@ def export_demos(
                 state_every=state_every,
                 end_on_life=cfg.episode_end == "life",
                 video=vid,
+                env_kwargs=cfg.env_kwargs,
             )
             why = _mismatch(p, score, early, done)
             if why:
@@ -210,7 +212,7 @@ def export_demos(
             "protocol": PROTOCOL,
             "requirements": _requirements(),
         }
-        n_actions = _n_actions(cfg.env)
+        n_actions = _n_actions(cfg.env, cfg.env_kwargs)
         path = write_dataset(
             out,
             dataset_id,
@@ -241,7 +243,10 @@ def export_demos(
 
 def _mismatch(p: Pick, score: float, early: int | None, done: bool) -> str:
     problems = []
-    if score != p.score:
+    # the experience log keeps rewards as float32: a non-integer score summed from it
+    # differs from the replay's float64 sum in the last digits (Atari's integer
+    # scores are equal exactly)
+    if abs(score - p.score) > 1e-6 * max(1.0, abs(score)):
         problems.append(f"replayed score {score:g} != recorded {p.score:g}")
     if early is not None:
         problems.append(f"the episode ended at step {early}, before the last step")
@@ -272,10 +277,10 @@ def _env_id(game: str) -> str | None:
     return GAMES[game].env_id if game in GAMES else None
 
 
-def _n_actions(game: str) -> int:
+def _n_actions(game: str, env_kwargs: str = "") -> int:
     from goexplore.envs import make_env
 
-    env = make_env(game)
+    env = make_env(game, env_kwargs)
     try:
         return int(env.n_actions)
     finally:

@@ -106,7 +106,8 @@ def check_dataset_id(dataset_id: str) -> tuple[str | None, str, int]:
 
 def default_dataset_id(game: str, run_dir: Path) -> str:
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(run_dir).resolve().name).strip("-") or "run"
-    return f"goexplore/{game}/{slug}-v0"
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", game).strip("-") or "env"
+    return f"goexplore/{name}/{slug}-v0"
 
 
 def dataset_dir(root: Path, dataset_id: str) -> Path:

@@ -93,10 +93,14 @@ def _require_plotting() -> None:
 
 
 def top_cells(archive, n: int) -> list[int]:
-    """Non-DONE cells by score (highest first), then shorter trajectory, then older."""
+    """Non-DONE cells by score (highest first), then shorter trajectory, then older;
+    the DONE cell first where an episode's end scored more than any cell (a goal
+    that ends the episode)."""
     live = np.flatnonzero(~archive.is_done[: archive.n])
     order = np.lexsort((live, archive.traj_len[live], -archive.score[live]))
-    return [int(i) for i in live[order[:n]]]
+    ids = [int(i) for i in live[order[:n]]]
+    best = archive.best_trajectory()
+    return [best, *ids[: n - 1]] if best not in ids else ids
 
 
 def room_rows(archive, names: tuple[str, ...], room_fact: str | None, level_fact: str | None):
@@ -206,7 +210,7 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
         f"report: replaying {len(ids)} top cells from reset"
         + (" (the best one as a video)" if video else "")
     )
-    with Player(cfg.env) as player:
+    with Player(cfg.env, cfg.env_kwargs) as player:
         for rank, i in enumerate(ids, 1):
             actions = explog.trajectory(int(a.traj_last[i]))
             writer = None
@@ -236,7 +240,7 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
                     int(a.chosen[i]),
                     played.score,
                     png_bytes(thumb),
-                    phase1.cells.describe(a.key_of(i)),
+                    "end of episode" if a.is_done[i] else phase1.cells.describe(a.key_of(i)),
                 )
             )
 

@@ -33,9 +33,9 @@ class Played:
 class Player:
     """Replays action sequences from reset in one reusable environment."""
 
-    def __init__(self, env_name: str):
+    def __init__(self, env_name: str, env_kwargs: str = ""):
         self.env_name = env_name
-        self.env = make_env(env_name)
+        self.env = make_env(env_name, env_kwargs)
 
     def play(self, actions, on_frame: Callable[[np.ndarray], None] | None = None) -> Played:
         env = self.env

@@ -1,0 +1,207 @@
+"""Your own env: names in every form, in every process and command; the Gymnasium
+adapter; facts cells; check-env; the Python API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from runutil import ROOT, cli_env
+
+import goexplore
+from goexplore.cells.facts import FactCells, parse_bins
+from goexplore.config import Config
+from goexplore.envs.gym import GymnasiumEnv, to_frame
+from goexplore.errors import ConfigError, EnvError
+from goexplore.plugins import make_env
+
+TESTS = Path(__file__).parent
+pytest.importorskip("minigrid")
+
+
+def ge(*args, pythonpath=True, timeout=300):
+    env = cli_env()
+    if pythonpath:
+        env["PYTHONPATH"] = str(TESTS) + os.pathsep + env["PYTHONPATH"]
+    return subprocess.run(
+        [sys.executable, "-m", "goexplore.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def test_env_names_resolve_in_every_form():
+    assert make_env("toy").n_actions > 0
+    mg = make_env("gym:MiniGrid-DoorKey-5x5-v0")
+    assert isinstance(mg, GymnasiumEnv) and mg.state_mode == "minigrid"
+    assert mg.fact_names == ("x", "y", "dir", "carrying", "doors_open", "keys_left")
+    assert make_env("plugin_envs:make_maze", '{"goal_reward": 2}').goal_reward == 2
+
+
+@pytest.mark.parametrize(
+    "name, kwargs, error, words",
+    [
+        ("nomodule_here:make", None, ConfigError, "PYTHONPATH"),
+        ("plugin_envs:nothing", None, ConfigError, "has no attribute 'nothing'"),
+        ("plugin_envs:make_not_an_env", None, EnvError, "neither a Gymnasium env nor"),
+        ("plugin_envs:make_maze", '{"goal_reward": ', ConfigError, "not valid JSON"),
+        ("plugin_envs:make_maze", "[1]", ConfigError, "must be a JSON object"),
+        ("plugin_envs:make_maze", '{"size": 3}', ConfigError, "rejects env-kwargs"),
+        ("plugin_envs:make_gym_box_actions", None, EnvError, "must be Discrete"),
+        ("gym:NoSuchEnv-v0", None, EnvError, "NoSuchEnv"),
+        ("what", None, ConfigError, "gym:ID for a Gymnasium env, or module:factory"),
+    ],
+)
+def test_a_bad_env_is_one_named_error(name, kwargs, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace("[", r"\[")):
+        make_env(name, kwargs)
+
+
+def test_a_fact_out_of_int16_is_a_named_error():
+    env = make_env("plugin_envs:make_gym_huge_fact")
+    env.reset()
+    with pytest.raises(EnvError, match="fact 'x' = 70000 is not an integer within int16"):
+        env.step(0)
+
+
+def _trajectory(env, actions):
+    out = []
+    for a in actions:
+        frame, r, done, lives = env.step(int(a))
+        out.append((frame.copy(), r, done, lives, env.facts()))
+        if done:
+            break
+    return out
+
+
+@pytest.mark.parametrize("mode", ["minigrid", "replay"])
+def test_the_gymnasium_adapter_restores_exactly(mode):
+    """A state cloned after a random prefix, restored in a fresh instance, continues
+    exactly as the original does (frames, rewards, termination, facts)."""
+    rng = np.random.default_rng(1)
+    a = GymnasiumEnv("MiniGrid-DoorKey-5x5-v0", state=mode)
+    a.reset()
+    _trajectory(a, rng.integers(0, a.n_actions, 30))
+    state = a.clone_state()
+    actions = rng.integers(0, a.n_actions, 40)
+    truth = _trajectory(a, actions)
+    b = GymnasiumEnv("MiniGrid-DoorKey-5x5-v0", state=mode)
+    b.reset()
+    b.restore_state(state)
+    again = _trajectory(b, actions)
+    assert len(again) == len(truth)
+    for x, y in zip(truth, again):
+        assert np.array_equal(x[0], y[0]) and x[1:] == y[1:]
+    assert b.replayed_steps == (30 if mode == "replay" else 0)
+    b.restore_state(state)
+    assert b.clone_state() == state  # clone -> restore -> clone is byte-stable
+
+
+def test_rgb_frames_become_grey_for_the_downscale_cells():
+    rgb = np.random.default_rng(0).integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    grey = to_frame(rgb)
+    want = rgb.astype(float) @ np.array([0.299, 0.587, 0.114])
+    assert grey.shape == (6, 5) and grey.dtype == np.uint8
+    assert np.abs(grey.astype(float) - want).max() <= 1.0
+    assert to_frame({"image": rgb}).shape == (6, 5)
+
+
+def test_facts_cells_key_on_binned_facts():
+    cfg = Config(env="plugin_envs:make_maze", cells="facts", fact_bins="x=2,door_open=0")
+    rep = FactCells.from_config(cfg, ("x", "y", "has_key", "door_open"))
+    key = rep.keyer()(None, (5, 3, 1, 1))
+    assert rep.key_size == 6 and rep.values(key) == {"x": 2, "y": 3, "has_key": 1}
+    assert rep.describe(key) == "x=4-5 y=3 has_key=1"
+    assert parse_bins(" x=2, y=1 ") == {"x": 2, "y": 1}
+    with pytest.raises(ConfigError, match="NAME=BIN"):
+        parse_bins("x:2")
+    bad = Config(env="plugin_envs:make_maze", cells="facts", fact_bins="z=2").problems()
+    assert any("z not among the env's facts (x, y, has_key, door_open)" in p for p in bad)
+    assert any(
+        "reports no facts" in p for p in Config(env="gym:CartPole-v1", cells="facts").problems()
+    )
+
+
+def test_a_plugin_env_runs_in_worker_processes_and_every_command_reads_it(tmp_path):
+    """module:factory with kwargs, two worker processes: the goal is found; config.json
+    holds strings; replay shows the goal's trajectory (not the root cell); report and
+    verify read the run; and one worker gives the same run."""
+    runs = {}
+    for workers in (2, 1):
+        d = tmp_path / f"w{workers}"
+        p = ge(
+            "run", "--env", "plugin_envs:make_maze", "--env-kwargs", '{"goal_reward": 0.7}',
+            "--cells", "facts", "--total-frames", "100000", "--n-workers", str(workers),
+            "--run-dir", str(d),
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        runs[workers] = json.loads((d / "final.json").read_text())
+    d, final = tmp_path / "w2", runs[2]
+    assert "(an episode's end scored more" in p.stdout
+    assert final["best_done_score"] == 0.7 and final["emulator_frames_total"] is None
+    assert final["verified"] is True
+    for k in ("n_cells", "best_done_score", "max_archive_score", "explog_entries", "batches"):
+        assert runs[1][k] == runs[2][k], k
+    cfg = json.loads((d / "config.json").read_text())
+    assert (cfg["env"], cfg["env_kwargs"]) == ("plugin_envs:make_maze", '{"goal_reward": 0.7}')
+    r = ge("replay", str(d))
+    assert r.returncode == 0 and "archived score 0.7," in r.stdout and "VERIFIED" in r.stdout
+    assert ge("replay", str(d), "--cell", "all").returncode == 0
+    assert ge("verify", str(d)).returncode == 0
+    rep = ge("report", str(d), "--out", str(tmp_path / "rep"))
+    assert rep.returncode == 0, rep.stderr
+    demo = ge("demo", str(d), "--top", "1", "--out", str(tmp_path / "demos"))
+    assert demo.returncode == 0, demo.stderr  # a non-integer score (float32 in the log)
+    # without the module on PYTHONPATH: one clear error, nothing written
+    p = ge("run", "--env", "plugin_envs:make_maze", "--cells", "facts", "--run-dir",
+           str(tmp_path / "x"), pythonpath=False)  # fmt: skip
+    assert p.returncode == 2 and "PYTHONPATH" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_check_env_finds_a_state_that_forgets_the_door():
+    good = goexplore.check_env("plugin_envs:make_maze", cells="facts", explore_frames=5000)
+    assert good.ok, good.text()
+    assert good.deep_states > 0 and good.states_checked >= 8
+    leaky = goexplore.check_env("plugin_envs:make_leaky_maze", cells="facts", explore_frames=5000)
+    assert not leaky.ok
+    assert "misses part of the world" in leaky.text()
+    mg = ge(
+        "check-env", "gym:MiniGrid-DoorKey-5x5-v0", "--cells", "facts", "--explore-frames", "3000"
+    )
+    assert mg.returncode == 0 and "OK" in mg.stdout, mg.stdout + mg.stderr
+    bad = ge("check-env", "gym:CartPole-v1")
+    assert bad.returncode == 1 and "2-D uint8" in bad.stdout
+
+
+def test_the_python_api_explores_a_factory(tmp_path):
+    from plugin_envs import make_maze
+
+    res = goexplore.explore(make_maze, cells="facts", total_frames=100_000, run_dir=tmp_path / "r")
+    assert res.verified and res.best_score == 1.0 and res.cells > 1
+    assert json.loads((tmp_path / "r" / "final.json").read_text())["n_cells"] == res.cells
+    with pytest.raises(ConfigError, match="n_workers=1"):
+        goexplore.explore(make_maze, cells="facts", n_workers=2, run_dir=tmp_path / "s")
+    with pytest.raises(ConfigError, match="unknown settings"):
+        goexplore.explore("toy", run_dir=tmp_path / "t", celz="facts")
+
+
+def test_an_env_that_saves_its_own_state_is_used_through_get_state():
+    env = make_env("plugin_envs:make_gym_counter")
+    assert env.state_mode == "env" and env.fact_names == ("pos",)
+    env.reset()
+    env.step(1), env.step(1)
+    state = env.clone_state()
+    env.step(1)
+    other = make_env("plugin_envs:make_gym_counter")
+    other.restore_state(state)
+    assert other.step(1)[0].argmax() == 3 and other.facts() == (3,)
+    assert goexplore.check_env("plugin_envs:make_gym_counter", explore_frames=2000).ok
