@@ -101,6 +101,7 @@ def test_the_gymnasium_adapter_restores_exactly(mode):
     for x, y in zip(truth, again):
         assert np.array_equal(x[0], y[0]) and x[1:] == y[1:]
     assert b.replayed_steps == (30 if mode == "replay" else 0)
+    assert b.fact_names == a.fact_names == ("x", "y", "dir", "carrying", "doors_open", "keys_left")
     b.restore_state(state)
     assert b.clone_state() == state  # clone -> restore -> clone is byte-stable
 

@@ -137,6 +137,7 @@ class GymnasiumEnv:
         if state == "env" and not callable(getattr(u, "get_state", None)):
             raise EnvError(f"{self.name}: state 'env' needs get_state()/set_state() on the env")
         self.state_mode = state
+        self._minigrid = _is_minigrid(env)
         self.seed = int(seed)
         self._facts_fn: FactsFn | None = None
         if callable(facts):
@@ -146,7 +147,7 @@ class GymnasiumEnv:
             names: tuple[str, ...] = tuple(fact_names)
         elif facts is not None:
             names = tuple(facts)
-        elif state == "minigrid":
+        elif _is_minigrid(env):
             names = MINIGRID_FACTS
         else:
             names = ()
@@ -260,7 +261,7 @@ class GymnasiumEnv:
             return
         if self._facts_fn is not None:
             got = self._facts_fn(obs, info)
-        elif self.state_mode == "minigrid" and self.fact_names == MINIGRID_FACTS:
+        elif self._minigrid and self.fact_names == MINIGRID_FACTS:
             got = minigrid_facts(self._env.unwrapped)
         else:
             got = info
