@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from runutil import ROOT, cli_env
+from test_envs import _play
 
 import goexplore
 from goexplore.cells.facts import FactCells, parse_bins
@@ -72,16 +73,6 @@ def test_a_fact_out_of_int16_is_a_named_error():
         env.step(0)
 
 
-def _trajectory(env, actions):
-    out = []
-    for a in actions:
-        frame, r, done, lives = env.step(int(a))
-        out.append((frame.copy(), r, done, lives, env.facts()))
-        if done:
-            break
-    return out
-
-
 @pytest.mark.parametrize("mode", ["minigrid", "replay"])
 def test_the_gymnasium_adapter_restores_exactly(mode):
     """A state cloned after a random prefix, restored in a fresh instance, continues
@@ -89,14 +80,14 @@ def test_the_gymnasium_adapter_restores_exactly(mode):
     rng = np.random.default_rng(1)
     a = GymnasiumEnv("MiniGrid-DoorKey-5x5-v0", state=mode)
     a.reset()
-    _trajectory(a, rng.integers(0, a.n_actions, 30))
+    _play(a, rng.integers(0, a.n_actions, 30))
     state = a.clone_state()
     actions = rng.integers(0, a.n_actions, 40)
-    truth = _trajectory(a, actions)
+    truth = _play(a, actions)
     b = GymnasiumEnv("MiniGrid-DoorKey-5x5-v0", state=mode)
     b.reset()
     b.restore_state(state)
-    again = _trajectory(b, actions)
+    again = _play(b, actions)
     assert len(again) == len(truth)
     for x, y in zip(truth, again):
         assert np.array_equal(x[0], y[0]) and x[1:] == y[1:]
