@@ -61,9 +61,7 @@ def explore(
     """Explore ``env`` for ``total_frames`` agent steps into ``run_dir`` (see the module's
     docstring); with ``resume``, continue the run there. Raises a
     :class:`~goexplore.errors.GoExploreError` on bad input, or when interrupted."""
-    import json
-
-    from goexplore.plugins import parse_kwargs, register_env
+    from goexplore.plugins import kwargs_text, parse_kwargs, register_env
     from goexplore.presets import apply_preset
     from goexplore.runner import execute, prepare
 
@@ -91,7 +89,7 @@ def explore(
     given = {
         "env": env,
         "total_frames": total_frames,
-        "env_kwargs": json.dumps(kw, sort_keys=True) if kw else "",
+        "env_kwargs": kwargs_text(kw),
         **settings,
     }
     cfg = apply_preset(preset, given).validate()

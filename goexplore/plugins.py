@@ -65,6 +65,11 @@ def parse_kwargs(text: str | Mapping | None, what: str = "env-kwargs") -> dict:
     return value
 
 
+def kwargs_text(kw: Mapping) -> str:
+    """env-kwargs as config.json records them (``""``: none)."""
+    return json.dumps(dict(kw), sort_keys=True) if kw else ""
+
+
 def entry_points(group: str) -> dict[str, Any]:
     from importlib.metadata import entry_points as eps
 

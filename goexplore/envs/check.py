@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from goexplore.envs.gym import FACT_MAX, FACT_MIN
 from goexplore.errors import GoExploreError
-
-FACT_MIN, FACT_MAX = -(2**15), 2**15 - 1
 
 
 @dataclass
@@ -116,7 +115,7 @@ def check_env(
     continued for ``steps`` random actions in the instance that made it and in a
     fresh one."""
     from goexplore.config import Config
-    from goexplore.plugins import make_env, parse_kwargs, register_env
+    from goexplore.plugins import kwargs_text, make_env, parse_kwargs, register_env
 
     name = (
         env
@@ -155,7 +154,7 @@ def check_env(
             report.problems.append(
                 f"facts(): {len(facts0)} values for {len(names)} fact names {list(names)}"
             )
-        cfg = Config(env=name, env_kwargs=_kw_text(kw), cells=cells, seed=seed)
+        cfg = Config(env=name, env_kwargs=kwargs_text(kw), cells=cells, seed=seed)
         cfg_problems = cfg.problems()
         if cfg_problems:
             report.problems += cfg_problems
@@ -199,12 +198,6 @@ def check_env(
     finally:
         a_env.close()
     return report
-
-
-def _kw_text(kw: dict) -> str:
-    import json
-
-    return json.dumps(kw, sort_keys=True) if kw else ""
 
 
 def _check_state(fresh, a_env, prefix, actions, report: EnvCheck) -> str | None:

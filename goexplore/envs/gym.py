@@ -174,7 +174,7 @@ class GymnasiumEnv:
         self._started = True
         self._prefix = bytearray()
         self._observe(obs, info)
-        return to_frame(obs)
+        return self._last_frame
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, int]:
         if not 0 <= action < self.n_actions:
@@ -182,7 +182,7 @@ class GymnasiumEnv:
         obs, reward, terminated, truncated, info = self._env.step(self._start + int(action))
         self._prefix.append(action)
         self._observe(obs, info)
-        return to_frame(obs), float(reward), bool(terminated or truncated), self._lives
+        return self._last_frame, float(reward), bool(terminated or truncated), self._lives
 
     def clone_state(self) -> bytes:
         if self.state_mode == "replay":
