@@ -2,14 +2,16 @@
 
 The Python API (the command line is ``goexplore``):
 
-* :func:`explore`: run Phase 1 on an env into a run dir (:mod:`goexplore.api`);
+* :func:`explore`: run Phase 1 on an env into a run dir, and :func:`load` to read one
+  back, as a :class:`Run` (best trajectory, cell table, restoring an env to a cell;
+  :mod:`goexplore.api`);
 * :func:`check_env`: does an env meet what Go-Explore needs (:mod:`goexplore.envs.check`);
 * :class:`GymnasiumEnv`: any Gymnasium env as a restorable env (:mod:`goexplore.envs.gym`);
 * :func:`make_env`, :func:`register_env`: env names (:mod:`goexplore.plugins`);
 * :class:`Config`: every setting (:mod:`goexplore.config`).
 """
 
-from goexplore.api import Result, explore
+from goexplore.api import Run, Trajectory, explore, load
 from goexplore.config import Config
 from goexplore.envs.check import EnvCheck, check_env
 from goexplore.envs.gym import GymnasiumEnv
@@ -23,9 +25,11 @@ __all__ = [
     "EnvCheck",
     "GoExploreError",
     "GymnasiumEnv",
-    "Result",
+    "Run",
+    "Trajectory",
     "check_env",
     "explore",
+    "load",
     "make_env",
     "register_env",
 ]

@@ -116,13 +116,9 @@ def cmd_run(args) -> int:
     best = final["best_done_score"]
     print(
         f"\ndone: {final['frames_total']:,} agent steps in {final['wall_s']:.0f}s\n"
+        f"  best score                 {final['best_score']:g}  (of any trajectory)\n"
         f"  best end-of-episode score  {best if best is not None else 'none yet'}\n"
-        f"  max archive score          {final['max_archive_score']:g}"
-        + (
-            "  (an episode's end scored more: the line above)\n"
-            if best is not None and best > final["max_archive_score"]
-            else "\n"
-        )
+        f"  max archive score          {final['max_archive_score']:g}  (of a cell)\n"
         + f"  cells                      {final['n_cells']:,}\n"
         + (
             f"  rooms                      {final['rooms_found']}\n"
@@ -134,6 +130,12 @@ def cmd_run(args) -> int:
             if final.get("max_level") is not None
             else ""
         )
+        + (
+            f"  steps replayed by restores {final['replayed_steps']:,} (besides the steps above)\n"
+            if final.get("replayed_steps") is not None
+            else ""
+        )
+        + "".join(f"  warning: {w}\n" for w in final.get("warnings", []))
         + f"  replay-verified            {final['verified']}\n"
         f"  run dir                    {run_dir}\n"
         f"  (scores: {final['protocol']})"
@@ -207,8 +209,11 @@ def cmd_games(args) -> int:
 
     print(f"{'name':<13} {'ALE id':<28} notes")
     for name, g in GAMES.items():
-        facts = f"RAM facts: {', '.join(n for n, _ in g.ram)}" if g.ram else ""
-        note = ("default; room map; " if name == "montezuma" else "") + facts
+        notes = ["default"] if name == "montezuma" else []
+        notes += ["room map"] if g.layout is not None else []
+        notes += [f"--cells {g.dk_cells}"] if g.dk_cells else []
+        notes += [f"RAM facts: {', '.join(n for n, _ in g.ram)}"] if g.ram else []
+        note = "; ".join(notes)
         print(f"{name:<13} {g.env_id:<28} {note}")
     print(f"{'toy':<13} {'(built in)':<28} tiny deterministic world for tests and examples")
     print("\nAll Atari games: frameskip 4, no sticky actions, minimal action set, reset seed 0.")

@@ -228,15 +228,28 @@ FINAL_FIELDS: dict[str, tuple[str, str]] = {
     "value": ("num", "the headline metric's value"),
     "best_done_score": ("num?", "best end-of-episode score (null: no episode ended)"),
     "max_archive_score": ("num", "highest score of an archived cell"),
+    "best_score": (
+        "num",
+        "the best score of any trajectory, a cell's or an episode end's (the larger above)",
+    ),
     "n_cells": ("int", "cells in the archive"),
     "rooms_found": ("int?", "rooms seen (null: no room fact)"),
     "max_level": ("int?", "highest level of an archived cell (null: no level fact)"),
     "explog_entries": ("int", "experience-log entries"),
     "verified": ("bool", "every replay-verification below passed"),
-    "verification": ("dict", "name -> {cell, score, ok, detail}: replays from reset"),
+    "verification": (
+        "dict",
+        "replays from reset: best_cell and best_done -> {cell, score, ok, detail}; "
+        "sample -> {cells, ok, detail} (16 other cells drawn with the run's seed)",
+    ),
     "protocol": ("str", "how the scores were obtained"),
     "wall_s": ("num", "wall-clock seconds of the last process's run"),
     "dynamic_cells": ("dict", "dynamic cells only: the representation and its history"),
+    "replayed_steps": (
+        "int?",
+        "env steps spent on restores by replay, apart from frames_total (null: native states)",
+    ),
+    "warnings": ("list", "what the user should know about the run (e.g. one cell only)"),
 }
 FINAL_REQUIRED = ("env", "frames_total", "explog_entries", "max_archive_score", "verified")
 
@@ -285,6 +298,7 @@ META_FIELDS: dict[str, str] = {
     "best_done_score": "float or null: best end-of-episode score",
     "max_archive_score": "float: highest score of an archived cell",
     "checkpoints_written": "int: checkpoints this run has written, this one included",
+    "replayed_steps": "int: env steps spent on restores by replay so far (0: native states)",
     "dynamic": "object, dynamic cells only: the representation's state (dynamic.npz)",
 }
 
@@ -308,6 +322,8 @@ def validate_meta(meta, where) -> None:
     need(meta["n_cells"] >= 1, "'n_cells' must be at least 1")
     cw = meta.get("checkpoints_written", 0)
     need(is_int(cw) and cw >= 0, "'checkpoints_written' must be a non-negative integer")
+    rs = meta.get("replayed_steps", 0)
+    need(is_int(rs) and rs >= 0, "'replayed_steps' must be a non-negative integer")
     try:
         cfg = Config.from_json(meta["config"]).validate()
     except (KeyError, TypeError, ValueError, AttributeError, GoExploreError) as e:

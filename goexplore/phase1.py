@@ -21,6 +21,7 @@ from goexplore.codec import MAX_SAMPLES, TRAIN_AT, StateCodec, train_model
 from goexplore.config import Config
 from goexplore.demos import verify_cell
 from goexplore.envs import make_env
+from goexplore.envs.layout import layout_of
 from goexplore.errors import CheckpointError
 from goexplore.explog import ExperienceLog
 from goexplore.formats import MAX_JSON_BYTES, check_final, load_json, metrics_row
@@ -56,6 +57,7 @@ class Progress:
     logged: bool = True  # a metrics row was written at this batch (else an in-between update)
     level: int | None = None  # highest level of an archived cell (None: the game has no levels)
     workers_lost: int = 0  # workers that died (and were replaced) in this process
+    replayed: int | None = None  # env steps spent on restores by replay (None: not replaying)
 
 
 class Phase1:
@@ -68,6 +70,9 @@ class Phase1:
         self.room_fact, self.level_fact = env.room_fact, env.level_fact
         #: emulator frames per agent step (None: the env has no frameskip)
         self.frameskip = getattr(env, "frameskip", None)
+        self.room_layout = layout_of(env)  # the report's map (None: the env has none)
+        #: restores replay the cell's action prefix (the adapter's return by replay)
+        self.restores_replay = getattr(env, "state_mode", None) == "replay"
         env.close()
         self.cells = self.spec.make_cells(self.fact_names)
         self.params = SelectionParams.from_config(cfg)
@@ -85,6 +90,8 @@ class Phase1:
         self.batch = 0
         self.last_ckpt_frames = 0
         self.checkpoints_written = 0  # this run's checkpoints so far (every 5th is kept)
+        self.replayed_steps = 0  # env steps spent on restores by replay (not exploration)
+        self._warned_one_cell = False
         self._logged_batch: int | None = None  # the batch of this process's last metrics row
         self.last_ckpt_time: float | None = None
         self.counters = Counters()  # the backends' own, summed over this process's runs
@@ -168,6 +175,8 @@ class Phase1:
                     )
                     for i in range(cfg.batch_cells)
                 ]
+                if self.restores_replay:  # each restore replays the cell's whole trajectory
+                    self.replayed_steps += sum(cap.length)
                 for res in backend.run_batch(archive.take_delta(), tasks):
                     i = res.index  # cap's rows are Python lists: no conversions needed
                     last = cap.last[i]
@@ -179,6 +188,8 @@ class Phase1:
                     archive.apply(cap.ids[i], cap.score[i], cap.length[i], last, res, first, on_set)
                     self.frames += res.n
                 self.batch += 1
+                if notify is not None and not self._warned_one_cell:
+                    self._check_one_cell(notify)
                 logged = self.batch % cfg.log_every_batches == 0
                 if logged or on_progress:
                     rate = (self.frames - f0) / max(time.perf_counter() - t0, 1e-9)
@@ -200,6 +211,28 @@ class Phase1:
             self.counters.add(backend.counters)
             self._backend = None
         return self.frames >= cfg.total_frames
+
+    #: batches after which an archive of one cell is reported
+    ONE_CELL_BATCHES = 10
+
+    def one_cell_warning(self) -> str | None:
+        """What to tell the user when every frame has made the same cell (None: not so)."""
+        a = self.archive
+        live = a.n - (a.done_id >= 0)
+        if live > 1 or self.batch < self.ONE_CELL_BATCHES:
+            return None
+        return (
+            f"after {self.frames:,} agent steps the archive holds one cell: the cell "
+            f"representation {self.cfg.cells!r} maps every frame to the same key, so "
+            "Go-Explore cannot tell places apart (facts cells: check the env reports facts "
+            "that change and --fact-bins; downscale cells: check the frames change)"
+        )
+
+    def _check_one_cell(self, notify) -> None:
+        why = self.one_cell_warning()
+        if why is not None:
+            self._warned_one_cell = True
+            notify(f"warning: {why}")
 
     def recompute_cells(self, notify=None) -> Archive:
         """Dynamic cells: choose the representation again and re-key the archive
@@ -267,6 +300,7 @@ class Phase1:
             logged,
             a.max_level_reached,
             self.workers_lost,
+            self.replayed_steps if self.restores_replay else None,
         )
 
     @property
@@ -323,6 +357,7 @@ class Phase1:
             "codec_level": self.codec_level,
             "best_done_score": a.best_done_score,
             "max_archive_score": a.max_archive_score,
+            "replayed_steps": self.replayed_steps,
         }
         prev_best = self._best_ckpt_score()
         best = a.best_done_score is not None and (
@@ -394,6 +429,7 @@ class Phase1:
             a.rooms = {int(x) for x in meta["rooms"]}
             self.frames, self.batch = int(meta["frames"]), int(meta["batch"])
             self.checkpoints_written = int(meta.get("checkpoints_written", 0))
+            self.replayed_steps = int(meta.get("replayed_steps", 0))
             if self.batch % self.cfg.log_every_batches == 0:
                 self._logged_batch = self.batch  # the log cadence wrote this batch's row
             self.rng.bit_generator.state = meta["rng"]
@@ -423,27 +459,52 @@ class Phase1:
         self.last_ckpt_frames = self.frames
 
     # --- results ------------------------------------------------------------------------
+    #: cells replay-verified at the end of a run besides the best ones
+    VERIFY_SAMPLE = 16
+
     def verify(self) -> dict:
-        """Replay from reset the best end-of-episode trajectory and the best cell."""
+        """Replay from reset the best end-of-episode trajectory, the best cell, and a
+        sample of other cells (drawn with the run's seed, whatever the backend)."""
         a = self.archive
         out = {}
         targets = [("best_cell", a.best_cell())]
         if a.done_id >= 0:
             targets.append(("best_done", a.done_id))
         for name, i in targets:
-            ok, why = verify_cell(
-                self.cfg.env,
-                self.cells,
-                self.explog.trajectory(int(a.traj_last[i])),
-                key=a.key_of(i),
-                score=float(a.score[i]),
-                length=int(a.traj_len[i]),
-                is_done=a.key_of(i) == DONE_KEY,
-                end_on_life=self.cfg.episode_end == "life",
-                env_kwargs=self.cfg.env_kwargs,
-            )
+            ok, why = self._verify_cell(i)
             out[name] = {"cell": i, "score": float(a.score[i]), "ok": ok, "detail": why}
+        rest = np.setdiff1d(np.arange(a.n), [i for _, i in targets])
+        if len(rest):
+            pick = np.random.default_rng(self.cfg.seed).choice(
+                rest, min(self.VERIFY_SAMPLE, len(rest)), replace=False
+            )
+            pick = sorted(int(i) for i in pick)
+            failed = [(i, why) for i in pick for ok, why in [self._verify_cell(i)] if not ok]
+            out["sample"] = {
+                "cells": pick,
+                "ok": not failed,
+                "detail": (
+                    f"{len(pick)} cells drawn at random replay to their cell and score"
+                    if not failed
+                    else f"{len(failed)} of {len(pick)} sampled cells do not replay: "
+                    + "; ".join(f"cell {i}: {why}" for i, why in failed[:5])
+                ),
+            }
         return out
+
+    def _verify_cell(self, i: int) -> tuple[bool, str]:
+        a = self.archive
+        return verify_cell(
+            self.cfg.env,
+            self.cells,
+            self.explog.trajectory(int(a.traj_last[i])),
+            key=a.key_of(i),
+            score=float(a.score[i]),
+            length=int(a.traj_len[i]),
+            is_done=a.key_of(i) == DONE_KEY,
+            end_on_life=self.cfg.episode_end == "life",
+            env_kwargs=self.cfg.env_kwargs,
+        )
 
     def summary(self, verification: dict, wall_s: float) -> dict:
         a = self.archive
@@ -462,6 +523,7 @@ class Phase1:
             "value": best if best is not None else 0.0,
             "best_done_score": best,
             "max_archive_score": a.max_archive_score,
+            "best_score": max(a.max_archive_score, best if best is not None else -np.inf),
             "n_cells": a.n,
             "rooms_found": len(a.rooms) if self.has_rooms else None,
             "max_level": a.max_level_reached,
@@ -470,6 +532,8 @@ class Phase1:
             "verification": verification,
             "protocol": PROTOCOL,
             "wall_s": round(wall_s, 2),
+            "replayed_steps": self.replayed_steps if self.restores_replay else None,
+            "warnings": [w for w in [self.one_cell_warning()] if w],
             **({"dynamic_cells": self.dynamic_summary()} if self.dynamic is not None else {}),
         }
         check_final(final, "final.json")  # the writer keeps to the schema too

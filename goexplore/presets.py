@@ -27,11 +27,17 @@ Where the settings come from:
   and an episode that ends at a life loss (the paper's ends at game over). The paper's
   cadence (one choice after 10,000 steps, then every 10M of a 500M-step run) is
   scaled to runs of millions of steps (see ``goexplore.dynamic``).
+* ``minigrid`` — any MiniGrid or BabyAI env (``--env gym:MiniGrid-...``; default
+  ``gym:MiniGrid-DoorKey-8x8-v0``): cells from the adapter's facts (x, y, direction,
+  carried object, open doors, keys left), weight 1/sqrt(seen+1), and an episode that
+  ends when the env ends it (MiniGrid has no lives). The tables are in
+  docs/custom-envs.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from fnmatch import fnmatchcase
 
 from goexplore.config import Config
 from goexplore.errors import ConfigError
@@ -42,7 +48,7 @@ class Preset:
     name: str
     summary: str  # one line for `goexplore presets`
     settings: dict  # config field -> value
-    env: str | None = None  # the game it is made for (None: any)
+    envs: tuple[str, ...] | None = None  # the envs it is made for, as patterns (None: any)
 
 
 PRESETS: dict[str, Preset] = {
@@ -72,7 +78,7 @@ PRESETS: dict[str, Preset] = {
                 "low_level_weight": 0.1,
                 "reset_on_update": True,
             },
-            env="montezuma",
+            envs=("montezuma",),
         ),
         Preset(
             "pitfall-dk",
@@ -87,7 +93,7 @@ PRESETS: dict[str, Preset] = {
                 "seen_power": 0.5,
                 "reset_on_update": True,
             },
-            env="pitfall",
+            envs=("pitfall",),
         ),
         Preset(
             "downscale-dynamic",
@@ -103,6 +109,18 @@ PRESETS: dict[str, Preset] = {
                 "reset_on_update": True,
                 "episode_end": "life",
             },
+        ),
+        Preset(
+            "minigrid",
+            "MiniGrid and BabyAI envs (--env gym:MiniGrid-...; default DoorKey-8x8): cells "
+            "from position, direction, carried object, open doors, keys left; "
+            "weight 1/sqrt(seen+1); episode ends when the env ends it",
+            {
+                "env": "gym:MiniGrid-DoorKey-8x8-v0",
+                "cells": "facts",
+                "episode_end": "game",
+            },
+            envs=("gym:MiniGrid-*", "gym:BabyAI-*"),
         ),
     )
 }
@@ -122,11 +140,12 @@ def apply_preset(name: str, given: dict) -> Config:
     if bad:  # a programming error in the table, named plainly
         raise ConfigError(f"preset {name!r} sets unknown fields {sorted(bad)}")
     env = given.get("env")
-    if preset.env is not None and env is not None and env != preset.env:
-        raise ConfigError(
-            f"--preset {name} is made for --env {preset.env}; got --env {env} "
-            f"(choose another preset, e.g. reference)"
-        )
+    if preset.envs is not None and env is not None:
+        if not any(fnmatchcase(env, pat) for pat in preset.envs):
+            raise ConfigError(
+                f"--preset {name} is made for --env {' or '.join(preset.envs)}; got --env "
+                f"{env} (choose another preset, e.g. reference)"
+            )
     return Config(**{**preset.settings, "preset": name, **given})
 
 

@@ -57,8 +57,14 @@ def plain_line(p, since_ckpt: float | None = None) -> str:
         f"ETA {fmt_duration(eta_s(p))}  cells {p.cells:,}{_place(p)}  "
         f"best {_score(p.best_done)}  max {_score(p.max_score)}  "
         f"ckpt {fmt_duration(since)}{' ago' if since is not None else ''}  batch {p.batch:,}"
-        f"{_lost(p)}"
+        f"{_replayed(p)}{_lost(p)}"
     )
+
+
+def _replayed(p) -> str:
+    """'  replayed N' where restores replay the cell's actions (they cost env steps)."""
+    n = getattr(p, "replayed", None)
+    return "" if n is None else f"  replayed {n:,}"
 
 
 def _lost(p) -> str:
@@ -177,6 +183,7 @@ class ProgressReporter:
             "  last checkpoint ",
             (fmt_duration(since) + (" ago" if since is not None else ""), "bold"),
             f"  batch {p.batch:,}",
+            _replayed(p),
             *(("  workers lost ", (f"{p.workers_lost}", "bold red")) if _lost(p) else ()),
             style=None,
         )

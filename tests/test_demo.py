@@ -92,7 +92,9 @@ def test_dataset_reloads_with_minari_and_replays_to_its_scores(toy_run, tmp_path
     done_scores = [s for s in phase1.archive.done_scores]
     assert scores[0] == max(done_scores) and scores == sorted(scores, reverse=True)
     info = ds.storage.metadata["goexplore"]
-    assert info["game"] == "toy" and info["env_settings"]["frameskip"] == 4
+    # the toy has no emulator settings, no Gymnasium spec and needs no package
+    assert info["game"] == "toy" and info["env_settings"] == {} and info["requirements"] == []
+    assert info["env_id"] is None and ds.spec.env_spec is None
     assert info["run_config"]["seed"] == 3 and "sticky" in info["protocol"]
 
 

@@ -4,6 +4,7 @@ adapter; facts cells; check-env; the Python API."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -137,8 +138,10 @@ def test_a_plugin_env_runs_in_worker_processes_and_every_command_reads_it(tmp_pa
         assert p.returncode == 0, p.stderr
         runs[workers] = json.loads((d / "final.json").read_text())
     d, final = tmp_path / "w2", runs[2]
-    assert "(an episode's end scored more" in p.stdout
-    assert final["best_done_score"] == 0.7 and final["emulator_frames_total"] is None
+    assert re.search(r"best score +0\.7 ", p.stdout)  # the goal's score, though no cell has it
+    assert final["best_done_score"] == final["best_score"] == 0.7 > final["max_archive_score"]
+    assert final["emulator_frames_total"] is None and final["replayed_steps"] is None
+    assert final["verification"]["sample"]["ok"] and len(final["verification"]["sample"]["cells"])
     assert final["verified"] is True
     for k in ("n_cells", "best_done_score", "max_archive_score", "explog_entries", "batches"):
         assert runs[1][k] == runs[2][k], k
@@ -177,13 +180,73 @@ def test_check_env_finds_a_state_that_forgets_the_door():
 def test_the_python_api_explores_a_factory(tmp_path):
     from plugin_envs import make_maze
 
-    res = goexplore.explore(make_maze, cells="facts", total_frames=100_000, run_dir=tmp_path / "r")
-    assert res.verified and res.best_score == 1.0 and res.cells > 1
-    assert json.loads((tmp_path / "r" / "final.json").read_text())["n_cells"] == res.cells
+    seen = []
+    run = goexplore.explore(
+        make_maze, cells="facts", steps=100_000, run_dir=tmp_path / "r", progress=seen.append
+    )
+    final = json.loads((tmp_path / "r" / "final.json").read_text())
+    assert run.verified and run.best_score == final["best_score"] == 1.0
+    assert run.n_cells == final["n_cells"] > 1 and run.steps == final["frames_total"]
+    # the callback heard every batch, in order, up to the end
+    assert [p.frames for p in seen] == sorted(p.frames for p in seen)
+    assert len(seen) == final["batches"] and seen[-1].frames == run.steps
     with pytest.raises(ConfigError, match="n_workers=1"):
         goexplore.explore(make_maze, cells="facts", n_workers=2, run_dir=tmp_path / "s")
     with pytest.raises(ConfigError, match="unknown settings"):
         goexplore.explore("toy", run_dir=tmp_path / "t", celz="facts")
+    with pytest.raises(ConfigError, match="steps="):
+        goexplore.explore("toy", run_dir=tmp_path / "t", total_frames=10)
+
+
+def _play_from_reset(env, actions):
+    env.reset()
+    score, out = 0.0, None
+    for a in actions.tolist():
+        out = env.step(int(a))
+        score += out[1]
+    return score, out
+
+
+def test_a_run_read_back_gives_trajectories_cells_and_restores_that_replay(tmp_path):
+    """load(): the best trajectory and the cell table agree with a replay from reset
+    in a fresh env, and an env restored to a cell continues as the replayed one does."""
+    d = tmp_path / "r"
+    assert ge(
+        "run", "--env", "plugin_envs:make_maze", "--cells", "facts", "--total-frames", "60000",
+        "--run-dir", str(d),
+    ).returncode == 0  # fmt: skip
+    run = goexplore.load(d)
+    assert run.config.env == "plugin_envs:make_maze" and "cells" in repr(run)
+    best = run.best()
+    assert best.actions.dtype == np.uint8 and len(best) == len(best.actions) > 0
+    env = run.make_env()
+    score, (_, _, done, _) = _play_from_reset(env, best.actions)
+    assert score == best.score == run.best_score and done == best.ends_episode
+    table = run.cells()
+    n = run.n_cells
+    assert all(len(col) == n for col in table.values())
+    assert {"cell", "key", "score", "length", "x", "y"} <= set(table)
+    rng = np.random.default_rng(0)
+    live = np.flatnonzero(~table["ends_episode"])
+    for i in rng.choice(live, 6, replace=False).tolist():
+        t = run.trajectory(i)
+        assert len(t) == table["length"][i]
+        score, _ = _play_from_reset(env, t.actions)
+        assert score == table["score"][i]
+        assert list(env.facts()) == [int(table[f][i]) for f in run.fact_names]
+        # restoring the archived state continues exactly as the replayed env does
+        there = run.env_at(i)
+        for a in rng.integers(env.n_actions, size=20).tolist():
+            f1, r1, d1, _ = env.step(a)
+            f2, r2, d2, _ = there.step(a)
+            assert (r1, d1, env.facts()) == (r2, d2, there.facts())
+            np.testing.assert_array_equal(f1, f2)
+            if d1:
+                break
+        there.close()
+    env.close()
+    with pytest.raises(goexplore.GoExploreError, match="out of range"):
+        run.trajectory(n)
 
 
 def test_an_env_that_saves_its_own_state_is_used_through_get_state():
@@ -197,3 +260,40 @@ def test_an_env_that_saves_its_own_state_is_used_through_get_state():
     other.restore_state(state)
     assert other.step(1)[0].argmax() == 3 and other.facts() == (3,)
     assert goexplore.check_env("plugin_envs:make_gym_counter", explore_frames=2000).ok
+
+
+def test_the_minigrid_preset_solves_doorkey_and_every_command_reads_the_run(tmp_path):
+    """--preset minigrid on DoorKey-5x5: the goal is found and replay-verified; the
+    report draws the grid map; the demo dataset records MiniGrid's spec and package,
+    and its actions, stepped in the env Minari rebuilds from that spec, earn its rewards."""
+    from goexplore.export.build import export_demos
+    from goexplore.export.minari import load_demos
+
+    d = tmp_path / "r"
+    p = ge(
+        "run", "--env", "gym:MiniGrid-DoorKey-5x5-v0", "--preset", "minigrid",
+        "--total-frames", "100000", "--n-workers", "1", "--run-dir", str(d),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    final = json.loads((d / "final.json").read_text())
+    cfg = json.loads((d / "config.json").read_text())
+    assert (cfg["cells"], cfg["episode_end"], cfg["preset"]) == ("facts", "game", "minigrid")
+    assert final["best_done_score"] > 0.5 and final["verified"]
+    rep = ge("report", str(d), "--out", str(tmp_path / "rep"))
+    assert rep.returncode == 0 and "map: 1 room(s) reached" in rep.stdout + rep.stderr
+    assert (tmp_path / "rep" / "map.png").stat().st_size > 0
+    res = export_demos(d, tmp_path / "ds", top=2, log=lambda *a: None)
+    demos = load_demos(res.dataset_id, root=tmp_path / "ds")
+    info = demos.dataset.storage.metadata["goexplore"]
+    assert info["env_id"] == "MiniGrid-DoorKey-5x5-v0"
+    assert any(r.startswith("minigrid==") for r in info["requirements"])
+    assert info["env_settings"] == {"reset_seed": 0, "state": "minigrid"}
+    env = demos.dataset.recover_environment()
+    for ep in demos.dataset.iterate_episodes():
+        env.reset(seed=0)
+        rewards = [env.step(int(a))[1] for a in ep.actions]
+        np.testing.assert_allclose(rewards, ep.rewards, rtol=1e-6)
+        assert sum(rewards) > 0.5
+    env.close()
+    bad = ge("run", "--env", "montezuma", "--preset", "minigrid", "--run-dir", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "made for --env gym:MiniGrid-*" in bad.stderr

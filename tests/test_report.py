@@ -24,7 +24,8 @@ from goexplore.cli import main
 from goexplore.phase1 import load_run
 from goexplore.report import build_report
 from goexplore.report.build import top_cells
-from goexplore.report.layouts import MONTEZUMA, layout_for
+from goexplore.envs.atari import MONTEZUMA_LAYOUT as MONTEZUMA
+from goexplore.envs.layout import layout_of
 from goexplore.report.media import count_video_frames, iter_gif_frames
 
 
@@ -164,9 +165,11 @@ def test_layouts():
     assert sorted(r for row in MONTEZUMA.grid for r in row if r >= 0) == list(range(24))
     assert [sum(r >= 0 for r in row) for row in MONTEZUMA.grid] == [3, 5, 7, 9]
     assert MONTEZUMA.slot(1) == (0, 4) and MONTEZUMA.slot(15) == (3, 0)
-    assert layout_for("montezuma", ("room", "x", "y", "level", "inventory")) is MONTEZUMA
-    assert layout_for("pitfall", ("room",)) is None
-    toy = layout_for("toy", ("room", "x", "y", "level", "inventory"))
+    from goexplore.envs import make_env
+
+    assert make_env("montezuma").room_layout is MONTEZUMA
+    assert layout_of(make_env("pitfall")) is None  # scenes on a ring: no map
+    toy = layout_of(make_env("toy"))
     assert toy.slot(4) == (1, 1)
 
 
@@ -222,13 +225,14 @@ def test_cli_report_and_errors(toy_report, tmp_path, capsys):
 def test_interrupted_run_and_game_without_a_map(toy_report, tmp_path, monkeypatch):
     """No final.json (a run still going, or stopped): the report says so. A game
     whose rooms are not known gets no map, everything else as usual."""
-    import goexplore.report.build as build
 
     rd, _, _ = toy_report
     copy = tmp_path / "run"
     shutil.copytree(rd, copy)
     (copy / "final.json").unlink()
-    monkeypatch.setattr(build, "layout_for", lambda *a: None)
+    import goexplore.phase1 as phase1_module
+
+    monkeypatch.setattr(phase1_module, "layout_of", lambda env: None)
     rep = build_report(copy, tmp_path / "r", top=1, video=False, log=lambda *_: None)
     html = rep.html.read_text()
     assert "in progress or interrupted" in html

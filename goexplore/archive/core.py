@@ -55,6 +55,13 @@ DONE_SCORES_KEPT = 200  # end-of-episode scores kept (and checkpointed) for logg
 
 class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
     FIELDS = _FIELDS
+    # the per-cell arrays (:data:`_FIELDS`, allocated by ``_alloc``) that tools read
+    score: np.ndarray
+    traj_len: np.ndarray
+    traj_last: np.ndarray
+    chosen: np.ndarray
+    is_done: np.ndarray
+    facts: np.ndarray
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ addresses here.
 Bins: the papers cut the player's position into 16-pixel squares of a frame
 whose x axis is doubled (``x_repeat=2``, ``--resolution 16`` in the original
 code), that is 8 native pixels across and 16 down. RAM x and y count native
-pixels (``goexplore/report/layouts.py`` calibrates them against the screen),
+pixels (``goexplore/envs/atari.py`` calibrates them against the screen),
 so the defaults are ``cell_x_bin = 8`` and ``cell_y_bin = 16``.
 
 Which room each key came from is not in RAM: it is the history of the path.

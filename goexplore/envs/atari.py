@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goexplore.envs.layout import RoomLayout
+
 FRAMESKIP = 4
 #: the emulator settings of every game (the reference's); demos record them for replay
 ALE_SETTINGS = {
@@ -29,17 +31,21 @@ ALE_SETTINGS = {
 
 @dataclass(frozen=True)
 class Game:
+    """Everything the project knows about one game, in one place."""
+
     name: str  # our short name (CLI)
     rom: str  # ale-py ROM id
-    env_id: str  # Gymnasium id, for reference
+    env_id: str  # Gymnasium id (the demos' env spec)
     #: per-step facts read from RAM: (name, address), in the order ``facts()`` returns them
     ram: tuple[tuple[str, int], ...] = ()
     room_fact: str | None = None  # the fact that is the game's room ("rooms found")
     level_fact: str | None = None  # the fact that is the game's level
+    layout: RoomLayout | None = None  # where its rooms sit (the report's map)
+    dk_cells: str | None = None  # its domain-knowledge cell representation (--cells)
 
 
-def _game(name: str, rom: str, title: str, ram=(), room=None, level=None) -> Game:
-    return Game(name, rom, f"ALE/{title}-v5", tuple(ram), room, level)
+def _game(name: str, rom: str, title: str, ram=(), room=None, level=None, **more) -> Game:
+    return Game(name, rom, f"ALE/{title}-v5", tuple(ram), room, level, **more)
 
 
 # RAM facts, checked against the games in tests/test_domain_cells.py:
@@ -55,14 +61,36 @@ MONTEZUMA_PYRAMID = (
     (-1, 8, 9, 10, 11, 12, 13, 14, -1),
     (15, 16, 17, 18, 19, 20, 21, 22, 23),
 )
+#: Montezuma's map. Calibrated on this emulator (``tests/test_report.py`` keeps it
+#: honest): Panama Joe's sprite covers screen columns ``x - 1 .. x + 6`` and rows
+#: ``310 - y .. 323 - y`` when standing, so its centre is ``(x + 2.5, 316.5 - y)``.
+#: The playfield of a room is screen rows 47..206 (the score, lives and inventory
+#: are above it), 160 x 160 pixels.
+MONTEZUMA_LAYOUT = RoomLayout(
+    grid=MONTEZUMA_PYRAMID,
+    crop=(47, 207, 0, 160),
+    x_scale=1.0,
+    x_offset=2.5,
+    y_scale=-1.0,
+    y_offset=316.5,
+)
 MONTEZUMA_RAM = (("room", 3), ("x", 42), ("y", 43), ("level", 57), ("inventory", 65))
 PITFALL_RAM = (("scene", 1), ("x", 97), ("y", 105), ("treasures", 113))
 
 GAMES: dict[str, Game] = {
     g.name: g
     for g in (
-        _game("montezuma", "montezuma_revenge", "MontezumaRevenge", MONTEZUMA_RAM, "room", "level"),
-        _game("pitfall", "pitfall", "Pitfall", PITFALL_RAM, "scene"),
+        _game(
+            "montezuma",
+            "montezuma_revenge",
+            "MontezumaRevenge",
+            MONTEZUMA_RAM,
+            "room",
+            "level",
+            layout=MONTEZUMA_LAYOUT,
+            dk_cells="montezuma-dk",
+        ),
+        _game("pitfall", "pitfall", "Pitfall", PITFALL_RAM, "scene", dk_cells="pitfall-dk"),
         _game("private_eye", "private_eye", "PrivateEye"),
         _game("venture", "venture", "Venture"),
         _game("gravitar", "gravitar", "Gravitar"),
@@ -104,11 +132,32 @@ class AtariEnv:
         self._screen = np.empty((210, 160), dtype=np.uint8)
         self.fact_names = tuple(name for name, _ in self.game.ram)
         self.room_fact, self.level_fact = self.game.room_fact, self.game.level_fact
+        self.room_layout = self.game.layout
         self._ram_addr = np.array([a for _, a in self.game.ram], np.intp)
 
     @property
     def ale(self):
         return self._ale
+
+    # --- what a demo dataset records about the env --------------------------------------
+    #: the packages a replay of this env needs
+    requirements = ("ale-py", "gymnasium")
+
+    @property
+    def settings(self) -> dict:
+        """The emulator settings every step was played with."""
+        return {**ALE_SETTINGS, "reset_seed": 0}
+
+    def gym_spec(self):
+        """The Gymnasium spec of this env as played: the game's id with our settings."""
+        from dataclasses import replace
+
+        import ale_py
+        import gymnasium as gym
+
+        gym.register_envs(ale_py)
+        spec = gym.spec(self.game.env_id)
+        return replace(spec, kwargs={**spec.kwargs, **ALE_SETTINGS}, max_episode_steps=None)
 
     def reset(self) -> np.ndarray:
         self._gym.reset(seed=0)

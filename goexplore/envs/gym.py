@@ -39,6 +39,7 @@ STATE_MODES = ("auto", "env", "minigrid", "replay")
 MAX_ACTIONS = 256  # actions travel and are logged as one byte
 FACT_MIN, FACT_MAX = -(2**15), 2**15 - 1  # facts are stored as int16
 MINIGRID_FACTS = ("x", "y", "dir", "carrying", "doors_open", "keys_left")
+MINIGRID_TILE = 16  # pixels per grid square in render_rgb (and the report's map)
 
 FactsFn = Callable[[Any, Mapping], Mapping[str, int]]
 
@@ -162,11 +163,30 @@ class GymnasiumEnv:
             if f is not None and f not in names:
                 raise EnvError(f"{self.name}: {f!r} is not one of the facts {list(names)}")
         self.frameskip = None  # one agent step is one env step
+        self.room_layout = None  # the report's map: MiniGrid's grid, where x and y are facts
+        if self._minigrid and {"x", "y"} <= set(names):
+            from goexplore.envs.layout import grid_layout
+
+            u = env.unwrapped
+            self.room_layout = grid_layout(u.width, u.height, MINIGRID_TILE)
         self.replayed_steps = 0  # env steps spent on restores (state "replay")
         self._prefix = bytearray()  # actions since reset (state "replay")
         self._lives = 0
         self._facts: tuple[int, ...] = ()
         self._started = False  # reset once (Gymnasium refuses a step before any reset)
+
+    # --- what a demo dataset records about the env -----------------------------------------
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return ("gymnasium", "minigrid") if self._minigrid else ("gymnasium",)
+
+    @property
+    def settings(self) -> dict:
+        return {"reset_seed": self.seed, "state": self.state_mode}
+
+    def gym_spec(self) -> Any:
+        """The wrapped env's Gymnasium spec (None: it was not made from an id)."""
+        return self._env.spec
 
     # --- the protocol ---------------------------------------------------------------------
     def reset(self) -> np.ndarray:
@@ -239,7 +259,7 @@ class GymnasiumEnv:
     def render_rgb(self) -> np.ndarray:
         u = self._env.unwrapped
         if _is_minigrid(self._env):
-            return u.get_frame(highlight=False, tile_size=16)
+            return u.get_frame(highlight=False, tile_size=MINIGRID_TILE)
         frame = self._env.render() if self._env.render_mode == "rgb_array" else None
         if frame is None:
             f = np.asarray(self._last_frame)

@@ -47,7 +47,18 @@ class ToyEnv:
     room_fact, level_fact = "room", "level"
 
     def __init__(self, game: str = "toy"):
+        from goexplore.envs.layout import RoomLayout
+
         self.game = game
+        self.room_layout = RoomLayout(
+            grid=tuple(tuple(r * GRID + c for c in range(GRID)) for r in range(GRID)),
+            crop=(0, ROOM_H * SCALE, 0, ROOM_W * SCALE),
+            x_scale=SCALE,
+            x_offset=SCALE / 2,
+            y_scale=SCALE,
+            y_offset=SCALE / 2,
+            scale=5,
+        )
         self._frame = np.empty((ROOM_H * SCALE, ROOM_W * SCALE), dtype=np.uint8)
         self._s = np.zeros(_STATE_FIELDS, dtype=np.int64)
         self.reset()

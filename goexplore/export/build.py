@@ -13,7 +13,6 @@ import numpy as np
 
 from goexplore.errors import GoExploreError
 from goexplore.export.minari import (
-    ENV_SETTINGS,
     OBS_KINDS,
     Demo,
     check_dataset_id,
@@ -186,6 +185,8 @@ def export_demos(
                 "refusing to export demos that do not replay to their recorded score "
                 "(nothing was written):\n  " + "\n  ".join(failures)
             )
+        about = env_about(cfg.env, cfg.env_kwargs)
+        spec = about.spec
         meta = {
             "description": (
                 f"Go-Explore Phase 1 demos of {cfg.env} from run {Path(run_dir).resolve().name}: "
@@ -194,13 +195,16 @@ def export_demos(
             ),
             "format": "goexplore-demos/1",
             "game": cfg.env,
-            "env_id": _env_id(cfg.env),
-            "env_settings": {**ENV_SETTINGS, "reset_seed": 0},
+            "env_id": spec.id if spec is not None else None,
+            "env_kwargs": cfg.env_kwargs,
+            "env_settings": about.settings,
             "observations": (
-                "84x84 grayscale: cv2.resize(grayscale screen, (84, 84), INTER_AREA), as "
+                "full RGB screens (the env's render_rgb)"
+                if obs == "rgb"
+                else "84x84 grayscale: cv2.resize(grayscale screen, (84, 84), INTER_AREA), as "
                 "gymnasium AtariPreprocessing(frame_skip=1, screen_size=84, noop_max=0)"
-                if obs == "gray84"
-                else "full RGB screens"
+                if spec is not None and spec.id.startswith("ALE/")
+                else "84x84: cv2.resize(the frame the env returns, (84, 84), INTER_AREA)"
             ),
             "episode_end": cfg.episode_end,
             "state_every": state_every,
@@ -210,16 +214,15 @@ def export_demos(
             "run_dir": str(Path(run_dir).resolve()),
             "run_config": cfg.to_json(),
             "protocol": PROTOCOL,
-            "requirements": _requirements(),
+            "requirements": about.requirements,
         }
-        n_actions = _n_actions(cfg.env, cfg.env_kwargs)
         path = write_dataset(
             out,
             dataset_id,
             demos,
-            game=cfg.env,
+            env_spec=spec,
             obs=obs,
-            n_actions=n_actions,
+            n_actions=about.n_actions,
             metadata=meta,
             videos=videos,
             staging=staging,
@@ -271,29 +274,37 @@ def _demo_meta(p: Pick) -> dict:
     }
 
 
-def _env_id(game: str) -> str | None:
-    from goexplore.envs import GAMES
+@dataclass(frozen=True)
+class EnvAbout:
+    """What a dataset records about the env its demos were played in (the env says)."""
 
-    return GAMES[game].env_id if game in GAMES else None
-
-
-def _n_actions(game: str, env_kwargs: str = "") -> int:
-    from goexplore.envs import make_env
-
-    env = make_env(game, env_kwargs)
-    try:
-        return int(env.n_actions)
-    finally:
-        env.close()
+    n_actions: int
+    settings: dict
+    requirements: list[str]
+    spec: object  # a Gymnasium EnvSpec, or None
 
 
-def _requirements() -> list[str]:
+def env_about(name: str, env_kwargs: str = "") -> EnvAbout:
+    """Ask the env: its actions, settings, packages (pinned to the installed
+    versions) and Gymnasium spec. An env that says nothing records none."""
     from importlib.metadata import PackageNotFoundError, version
 
-    out = []
-    for pkg in ("ale-py", "gymnasium"):
-        try:
-            out.append(f"{pkg}=={version(pkg)}")
-        except PackageNotFoundError:
-            pass
-    return out
+    from goexplore.envs import make_env
+
+    env = make_env(name, env_kwargs)
+    try:
+        reqs = []
+        for pkg in getattr(env, "requirements", ()):
+            try:
+                reqs.append(f"{pkg}=={version(pkg)}")
+            except PackageNotFoundError:
+                reqs.append(pkg)
+        spec_fn = getattr(env, "gym_spec", None)
+        return EnvAbout(
+            int(env.n_actions),
+            dict(getattr(env, "settings", {})),
+            reqs,
+            spec_fn() if spec_fn is not None else None,
+        )
+    finally:
+        env.close()

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from goexplore.envs.atari import ALE_SETTINGS
 from goexplore.errors import CheckpointError, GoExploreError
 from goexplore.explog import read_file, read_npz, sha256_file, write_npz_atomic
 
@@ -125,33 +124,12 @@ def _spaces(obs: str, n_actions: int, frame_shape: tuple[int, ...]) -> tuple[Any
     )
 
 
-def _env_spec(game: str) -> Any:
-    """The Gymnasium spec of the env the demos were played in, or None (toy)."""
-    from goexplore.envs import GAMES
-
-    if game not in GAMES:
-        return None
-    import ale_py
-    import gymnasium as gym
-
-    gym.register_envs(ale_py)
-    spec = gym.spec(GAMES[game].env_id)
-    kwargs = dict(spec.kwargs)
-    kwargs.update(ENV_SETTINGS)
-    from dataclasses import replace
-
-    return replace(spec, kwargs=kwargs, max_episode_steps=None)
-
-
-ENV_SETTINGS = ALE_SETTINGS  # the settings the demos were played with
-
-
 def write_dataset(
     root: Path,
     dataset_id: str,
     demos: Sequence[Demo],
     *,
-    game: str,
+    env_spec: Any,
     obs: str,
     n_actions: int,
     metadata: dict[str, Any],
@@ -159,8 +137,9 @@ def write_dataset(
     staging: Path | None = None,
 ) -> Path:
     """Write ``demos`` as the Minari dataset ``dataset_id`` under ``root``
-    (atomically); ``videos`` are files to move into its ``goexplore/`` folder.
-    Returns the dataset's folder."""
+    (atomically), recording ``env_spec`` (a Gymnasium EnvSpec, or None);
+    ``videos`` are files to move into its ``goexplore/`` folder. Returns the
+    dataset's folder."""
     minari = _minari()
     root = Path(root).absolute()  # Minari resolves a relative root against its own path
     final = dataset_dir(root, dataset_id)
@@ -181,7 +160,7 @@ def write_dataset(
             ds = minari.create_dataset_from_buffers(
                 dataset_id,
                 buffers,
-                env=_env_spec(game),
+                env=env_spec,
                 observation_space=obs_space,
                 action_space=act_space,
                 algorithm_name="Go-Explore Phase 1 (goexplore)",

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from goexplore.errors import GoExploreError
-from goexplore.report.layouts import layout_for
 from goexplore.report.media import Player, VideoWriter, png_bytes, upscale, video_scale
 
 MAX_MAP_LEVELS = 3
@@ -245,11 +244,12 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
             )
 
         # the room map ----------------------------------------------------------------
-        layout = layout_for(cfg.env, names)
+        layout = phase1.room_layout
         if layout is not None and n:
             facts = a.facts[:n]
             live = ~a.is_done[:n]
-            room = facts[:, names.index("room")]
+            rf = phase1.room_fact
+            room = facts[:, names.index(rf)] if rf is not None else np.zeros(n, np.int64)
             x, y = facts[:, names.index("x")], facts[:, names.index("y")]
             level = facts[:, names.index("level")] if "level" in names else np.zeros(n, int)
             levels, counts = np.unique(level[live], return_counts=True)
@@ -265,7 +265,11 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
                     if i not in last_frames:
                         last_frames[i] = player.play(explog.trajectory(int(a.traj_last[i]))).last
                     shots[rm] = last_frames[i]
-                log(f"report: map of level {lev} (0: the first): {len(shots)} room(s) reached")
+                log(
+                    f"report: map of level {lev} (0: the first): {len(shots)} room(s) reached"
+                    if phase1.level_fact is not None
+                    else f"report: map: {len(shots)} room(s) reached"
+                )
                 px, py = layout.pixel(x[sel], y[sel])
                 suffix = "" if len(levels) == 1 else f"_level{lev}"
                 for colour, vals, label, logscale in (
@@ -281,8 +285,12 @@ def build_report(run_dir, out_dir=None, *, top: int = 10, video: bool = True, lo
                         vals,
                         label=label,
                         log=logscale,
-                        title=f"{cfg.env}: level {lev}{' (the first)' if lev == 0 else ''}, "
-                        f"{int(sel.sum()):,} cells, coloured by {label}",
+                        title=(
+                            f"{cfg.env}: level {lev}{' (the first)' if lev == 0 else ''}, "
+                            if phase1.level_fact is not None
+                            else f"{cfg.env}: "
+                        )
+                        + f"{int(sel.sum()):,} cells, coloured by {label}",
                     )
                     fname = f"map{suffix}.png" if colour == "score" else f"map_visits{suffix}.png"
                     (out / fname).write_bytes(png)

@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 
-from goexplore.report.layouts import RoomLayout
+from goexplore.envs.layout import RoomLayout
 
 BG = (0x15, 0x17, 0x1C)  # map background (outside the room grid)
 PLACEHOLDER = (0x3A, 0x3D, 0x45)  # a room the run has not reached
@@ -168,7 +168,7 @@ def map_png(
                 norm = LogNorm(vmin=max(1.0, v.min() + 1), vmax=max(2.0, v.max() + 1))
                 cv = v + 1
             else:
-                norm = Normalize(vmin=v.min(), vmax=max(v.max(), v.min() + 1e-9))
+                norm = Normalize(vmin=v.min(), vmax=v.max() if v.max() > v.min() else v.min() + 1)
                 cv = v
             sc = ax.scatter(
                 X[order],

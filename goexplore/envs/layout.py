@@ -1,14 +1,11 @@
-"""Where a game's rooms sit on a map, and where a cell's (x, y) facts land on
-a room's screenshot.
+"""Where an env's rooms sit on a map, and where a cell's (x, y) facts land on
+a room's screenshot: what the report draws its maps with.
 
-Montezuma's Revenge, level 1: 24 rooms in a pyramid of rows of 3, 5, 7 and 9
-rooms (room 1, the start, is the top row's middle; the layout is the one the
-original Go-Explore code draws its maps with). The room number is RAM[3]; the
-player's position RAM[42] (x) and RAM[43] (y). Calibrated on this emulator
-(``tests/test_report.py`` keeps it honest): Panama Joe's sprite covers screen
-columns ``x - 1 .. x + 6`` and rows ``310 - y .. 323 - y`` when standing, so
-its centre is ``(x + 2.5, 316.5 - y)``. The playfield of a room is screen rows
-47..206 (the score, lives and inventory are above it), 160 x 160 pixels.
+An env offers its map as an optional attribute ``room_layout`` (a
+:class:`RoomLayout`, or None): the built-in games from their table
+(:data:`goexplore.envs.atari.GAMES`), the toy, and MiniGrid envs (one room: the
+whole grid, drawn from ``render_rgb``; the facts ``x`` and ``y`` are grid cells).
+A layout with one room needs no room fact.
 """
 
 from __future__ import annotations
@@ -16,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from goexplore.envs.atari import MONTEZUMA_PYRAMID
 
 
 @dataclass(frozen=True)
@@ -74,37 +69,29 @@ class RoomLayout:
         return px, py
 
 
-MONTEZUMA = RoomLayout(
-    grid=MONTEZUMA_PYRAMID,
-    crop=(47, 207, 0, 160),
-    x_scale=1.0,
-    x_offset=2.5,
-    y_scale=-1.0,
-    y_offset=316.5,
-)
-
-
-def _toy_layout() -> RoomLayout:
-    from goexplore.envs.toy import GRID, ROOM_H, ROOM_W, SCALE
-
-    grid = tuple(tuple(r * GRID + c for c in range(GRID)) for r in range(GRID))
-    return RoomLayout(
-        grid=grid,
-        crop=(0, ROOM_H * SCALE, 0, ROOM_W * SCALE),
-        x_scale=SCALE,
-        x_offset=SCALE / 2,
-        y_scale=SCALE,
-        y_offset=SCALE / 2,
-        scale=5,
-    )
-
-
-def layout_for(env_name: str, fact_names: tuple[str, ...]) -> RoomLayout | None:
-    """The room layout of a game, or None where its rooms are not known."""
-    if not {"room", "x", "y"} <= set(fact_names):
+def layout_of(env) -> RoomLayout | None:
+    """The map of ``env`` (its ``room_layout``), or None where it has none or where
+    its facts cannot place a cell on it (it needs x, y, and a room fact unless the
+    map has one room)."""
+    layout = getattr(env, "room_layout", None)
+    if layout is None:
         return None
-    if env_name == "montezuma":
-        return MONTEZUMA
-    if env_name == "toy":
-        return _toy_layout()
-    return None
+    names = set(env.fact_names)
+    if not {"x", "y"} <= names or (len(layout.rooms) > 1 and env.room_fact is None):
+        return None
+    return layout
+
+
+def grid_layout(width: int, height: int, tile: int) -> RoomLayout:
+    """One room: a ``width`` x ``height`` grid of ``tile``-pixel squares, a cell at
+    the square's centre (MiniGrid's ``get_frame(tile_size=tile)``); a small grid is
+    drawn upscaled to about 320 pixels."""
+    return RoomLayout(
+        grid=((0,),),
+        crop=(0, height * tile, 0, width * tile),
+        x_scale=tile,
+        x_offset=tile / 2,
+        y_scale=tile,
+        y_offset=tile / 2,
+        scale=max(1, 320 // (max(width, height) * tile)),
+    )
