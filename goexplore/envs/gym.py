@@ -324,13 +324,56 @@ def minigrid_facts(u: Any) -> dict[str, int]:
     }
 
 
+def _where(u: Any, obj: Any) -> list:
+    """Where a world object referred to by the env is: carried, on the grid, inside a
+    box on the grid, or nowhere (then its encoding, to make a new one)."""
+    if obj is u.carrying:
+        return ["carrying"]
+    w = u.grid.width
+    for i, o in enumerate(u.grid.grid):
+        if o is obj:
+            return ["grid", i % w, i // w]
+    for x, y, box in _boxes(u.grid):
+        if box.contains is obj:
+            return ["box", x, y]
+    return ["free", *(int(v) for v in obj.encode())]
+
+
+def _boxes(grid: Any):
+    from minigrid.core.world_object import Box
+
+    for i, obj in enumerate(grid.grid):
+        if isinstance(obj, Box):
+            yield i % grid.width, i // grid.width, obj
+
+
 def _minigrid_state(u: Any) -> bytes:
+    """The grid (what ``Grid.encode`` keeps), what boxes hold (it does not), the
+    agent, its carried object, the step count, the random generator, and the
+    env's own references to world objects (KeyCorridor's and ObstructedMaze's
+    target ball: success is ``carrying == obj``, which compares identities)."""
+    from minigrid.core.world_object import WorldObj
+
     grid = u.grid.encode()
+    carrying = u.carrying
     meta = {
         "shape": list(grid.shape),
         "agent_pos": [int(v) for v in u.agent_pos],
         "agent_dir": int(u.agent_dir),
-        "carrying": None if u.carrying is None else [int(v) for v in u.carrying.encode()],
+        "carrying": None if carrying is None else [int(v) for v in carrying.encode()],
+        "carrying_holds": None
+        if getattr(carrying, "contains", None) is None
+        else [int(v) for v in carrying.contains.encode()],
+        "boxes": [
+            [x, y, *(int(v) for v in box.contains.encode())]
+            for x, y, box in _boxes(u.grid)
+            if box.contains is not None
+        ],
+        "refs": {
+            name: _where(u, v)
+            for name, v in vars(u).items()
+            if isinstance(v, WorldObj) and name != "carrying"
+        },
         "step_count": int(u.step_count),
         "rng": u.np_random.bit_generator.state,
     }
@@ -345,11 +388,30 @@ def _set_minigrid_state(u: Any, body: memoryview, n: int) -> None:
     meta = json.loads(bytes(body[:n]))
     grid = np.frombuffer(bytes(body[n:]), np.uint8).reshape(meta["shape"])
     u.grid, _ = Grid.decode(grid)
+    w = u.grid.width
+    for i, obj in enumerate(u.grid.grid):
+        if obj is not None:  # where the env placed it (decode leaves it unset)
+            obj.cur_pos = np.array((i % w, i // w))
+    for x, y, *enc in meta.get("boxes", ()):
+        u.grid.get(x, y).contains = WorldObj.decode(*enc)
     u.agent_pos = tuple(meta["agent_pos"])
     u.agent_dir = meta["agent_dir"]
     c = meta["carrying"]
     u.carrying = None if c is None else WorldObj.decode(*c)
     if u.carrying is not None:
         u.carrying.cur_pos = np.array([-1, -1])
+        holds = meta.get("carrying_holds")
+        if holds is not None:
+            u.carrying.contains = WorldObj.decode(*holds)
+    for name, (kind, *at) in meta.get("refs", {}).items():
+        if kind == "carrying":
+            obj = u.carrying
+        elif kind == "grid":
+            obj = u.grid.get(*at)
+        elif kind == "box":
+            obj = u.grid.get(*at).contains
+        else:
+            obj = WorldObj.decode(*at)
+        setattr(u, name, obj)
     u.step_count = meta["step_count"]
     u.np_random.bit_generator.state = meta["rng"]
