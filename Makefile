@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# Phase 2 (torch, Stable-Baselines3) is an extra: the slow checks install it
+PHASE2  = $(VENV)/.phase2-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 # A short Montezuma exploration (about a minute on 2 cores) that ends with a report. It uses the
 # montezuma-dk preset: by 400k agent steps our seed 0 and 1 runs had 15 and 10 rooms and
@@ -36,11 +38,17 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q
 
-test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+$(PHASE2): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,ray,phase2]'
+	rm -f $(VENV)/.phase2-*
+	touch $@
 
-test-all: $(STAMP)
-	$(BIN)/python -m pytest -q -m "slow or not slow"
+# the long checks and Phase 2's (installs the [phase2] extra first)
+test-slow: $(PHASE2)
+	$(BIN)/python -m pytest -q -m "slow or phase2"
+
+test-all: $(PHASE2)
+	$(BIN)/python -m pytest -q -m "slow or phase2 or not slow"
 
 bench: $(STAMP)
 	$(BIN)/goexplore bench --env montezuma --n-workers 2 --frames 2000000 --json bench.json

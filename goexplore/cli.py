@@ -488,6 +488,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_parser(sub)
 
+    from goexplore.phase2.cli import add_parsers as add_phase2_parsers
+
+    add_phase2_parsers(sub)
+
     v = sub.add_parser(
         "verify",
         help="check a run dir's integrity: checksums of checkpoints and "

@@ -115,15 +115,23 @@ def quiet_ale() -> None:
 class AtariEnv:
     """A :class:`~goexplore.envs.base.RestorableEnv` over ale-py."""
 
-    def __init__(self, game: str = "montezuma"):
+    def __init__(self, game: str = "montezuma", sticky: float = 0.0):
+        """``sticky``: ALE's repeat_action_probability (0: the Phase 1 setting; the
+        standard stochastic protocol, which Phase 2 trains and evaluates under, is 0.25)."""
         from ale_py import ALEState
         from ale_py.env import AtariEnv as _GymAtari
 
         if game not in GAMES:
             raise ValueError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+        if not 0.0 <= sticky < 1.0:
+            raise ValueError(f"sticky {sticky}: a probability in [0, 1)")
         quiet_ale()
         self.game = GAMES[game]
-        self._gym = _GymAtari(game=self.game.rom, **ALE_SETTINGS)
+        self.sticky = sticky
+        self.reset_seed = 0  # the seed of every reset (Phase 2 varies it per episode)
+        self._gym = _GymAtari(
+            game=self.game.rom, **{**ALE_SETTINGS, "repeat_action_probability": sticky}
+        )
         self._ale = self._gym.ale
         self._ALEState = ALEState
         self._actions = list(self._gym._action_set)
@@ -146,7 +154,7 @@ class AtariEnv:
     @property
     def settings(self) -> dict:
         """The emulator settings every step was played with."""
-        return {**ALE_SETTINGS, "reset_seed": 0}
+        return {**ALE_SETTINGS, "repeat_action_probability": self.sticky, "reset_seed": 0}
 
     def gym_spec(self):
         """The Gymnasium spec of this env as played: the game's id with our settings."""
@@ -157,10 +165,11 @@ class AtariEnv:
 
         gym.register_envs(ale_py)
         spec = gym.spec(self.game.env_id)
-        return replace(spec, kwargs={**spec.kwargs, **ALE_SETTINGS}, max_episode_steps=None)
+        kwargs = {**spec.kwargs, **ALE_SETTINGS, "repeat_action_probability": self.sticky}
+        return replace(spec, kwargs=kwargs, max_episode_steps=None)
 
     def reset(self) -> np.ndarray:
-        self._gym.reset(seed=0)
+        self._gym.reset(seed=self.reset_seed)
         self._ale.getScreenGrayscale(self._screen)
         return self._screen
 
