@@ -53,17 +53,24 @@ def write_npz(
 ) -> None:
     """Like ``np.savez[_compressed]``, but the same arrays always give the same bytes."""
     method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    with zipfile.ZipFile(f, "w", compression=method, allowZip64=True) as zf:
-        for i, (name, arr) in enumerate(arrays.items()):
-            info = zipfile.ZipInfo(name + ".npy", date_time=_ZIP_DATE)
-            info.compress_type = method
-            with zf.open(info, "w", force_zip64=True) as out:
-                np.lib.format.write_array(
-                    out, np.ascontiguousarray(arr), version=(1, 0), allow_pickle=False
-                )
-            if i == 0 and hook:
-                f.flush()
-                _faults.hit(hook)
+    try:
+        with zipfile.ZipFile(f, "w", compression=method, allowZip64=True) as zf:
+            for i, (name, arr) in enumerate(arrays.items()):
+                info = zipfile.ZipInfo(name + ".npy", date_time=_ZIP_DATE)
+                info.compress_type = method
+                with zf.open(info, "w", force_zip64=True) as out:
+                    np.lib.format.write_array(
+                        out, np.ascontiguousarray(arr), version=(1, 0), allow_pickle=False
+                    )
+                if i == 0 and hook:
+                    f.flush()
+                    _faults.hit(hook)
+    except ValueError as e:
+        # a Ctrl-C mid-write makes zipfile's close fail over it ("open writing handle"):
+        # the interrupt is what happened (the half-written file is a temp file)
+        if isinstance(e.__context__, KeyboardInterrupt):
+            raise e.__context__ from None
+        raise
 
 
 def write_npz_atomic(

@@ -4,6 +4,7 @@ whether an episode fits its chunk or crosses one or more chunk boundaries."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,3 +61,24 @@ def test_log_holds_every_appended_entry(eps, chunk, seed):
         np.testing.assert_array_equal(
             got[name], np.array(want[name], got[name].dtype), err_msg=name
         )
+
+
+def test_an_interrupt_mid_write_is_raised_as_the_interrupt(tmp_path, monkeypatch):
+    """A second Ctrl-C while a chunk's member is being written: the caller sees the
+    KeyboardInterrupt (and stops as asked), not zipfile's complaint about an open
+    writing handle."""
+    import zipfile
+
+    import goexplore.explog as explog
+
+    def interrupted(self):
+        raise KeyboardInterrupt  # arrives while the member's handle is being closed
+
+    monkeypatch.setattr(zipfile._ZipWriteFile, "close", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        explog.write_npz_atomic(tmp_path / "c.npz", {"a": np.zeros(3)})
+    import gc
+    import sys
+
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: None)  # the broken zip's __del__
+    gc.collect()

@@ -69,8 +69,9 @@ def test_robustify_resume_and_evaluate(maze_run, tmp_path):
     # a bigger budget continues from the checkpoint, with its curriculum
     bigger = list(args)
     bigger[bigger.index("--frames") + 1] = "16000"
-    r = ge(*bigger, "--resume")
+    r = ge(*bigger, "--resume", "--tensorboard")
     assert r.returncode == 0, r.stderr
+    assert any((out / "tb").iterdir())  # the curriculum curve as TensorBoard scalars
     more = json.loads((out / "policy.json").read_text())
     assert more["frames_trained"] >= 16000
     assert all(

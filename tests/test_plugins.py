@@ -346,3 +346,26 @@ def test_the_minigrid_codec_keeps_box_contents_and_the_envs_own_object_reference
         _face(u, ua.obj.cur_pos)
     ra, rb = a.step(3), b.step(3)  # pickup
     assert ra[1] == rb[1] > 0 and ra[2] and rb[2]
+
+
+def test_minigrid_facts_count_what_the_grid_encoding_shows():
+    """The fast facts agree with MiniGrid's own grid encoding along random play."""
+    from minigrid.core.constants import OBJECT_TO_IDX
+
+    from goexplore.envs.gym import minigrid_facts
+
+    for env_id in ("MiniGrid-DoorKey-8x8-v0", "MiniGrid-MultiRoom-N4-S5-v1"):
+        env = make_env(f"gym:{env_id}")
+        env.reset()
+        u = env._env.unwrapped
+        rng = np.random.default_rng(1)
+        opened = 0
+        for _ in range(600):
+            env.step(int(rng.integers(env.n_actions)))
+            g = u.grid.encode()
+            doors = g[..., 0] == OBJECT_TO_IDX["door"]
+            f = minigrid_facts(u)
+            assert f["doors_open"] == int((doors & (g[..., 2] == 0)).sum())
+            assert f["keys_left"] == int((g[..., 0] == OBJECT_TO_IDX["key"]).sum())
+            opened = max(opened, f["doors_open"])
+        assert opened > 0 or env_id.startswith("MiniGrid-DoorKey")  # some door got opened

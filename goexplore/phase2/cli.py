@@ -30,7 +30,8 @@ def add_parsers(sub) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="cut each demo where its score reaches S (e.g. 100: Montezuma's first key)",
+        help="demos: the shortest trajectories reaching score S, cut where they reach it "
+        "(e.g. 100: Montezuma's first key)",
     )
     r.add_argument(
         "--no-demo", action="store_true", help="the control: every episode starts from reset"
@@ -75,6 +76,9 @@ def add_parsers(sub) -> None:
     )
     r.add_argument("--dataset-root", default=None, help="root of a dataset SOURCE")
     r.add_argument("--resume", action="store_true", help="continue the run in --out")
+    r.add_argument(
+        "--tensorboard", action="store_true", help="the curriculum curve as TensorBoard scalars"
+    )
     r.set_defaults(func=cmd_robustify)
 
     e = sub.add_parser(
@@ -118,6 +122,7 @@ def cmd_robustify(args) -> int:
         at_point=args.at_point,
         ckpt_every=args.ckpt_every,
         dataset_root=args.dataset_root,
+        tensorboard=args.tensorboard,
     )
     doc = robustify(s, Path(args.out), resume=args.resume, log=lambda m: print(m, flush=True))
     where = (

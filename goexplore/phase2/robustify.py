@@ -60,6 +60,7 @@ class Settings:
     at_point: float = AT_POINT
     ckpt_every: int = 100_000
     dataset_root: str | None = None
+    tensorboard: bool = False  # the curriculum rows as TensorBoard scalars in OUT/tb
 
     def check(self) -> None:
         bad = []
@@ -223,12 +224,17 @@ def robustify(settings: Settings, out: Path, *, resume: bool = False, log=print)
         for f in fields(Settings):
             if f.name in saved and getattr(settings, f.name) == f.default:
                 setattr(settings, f.name, saved[f.name])
-        keep = {f.name for f in fields(Settings)} - {"frames", "ckpt_every", "device"}
+        keep = {f.name for f in fields(Settings)} - {
+            "frames",
+            "ckpt_every",
+            "device",
+            "tensorboard",
+        }
         differ = [k for k in sorted(keep) if saved.get(k) != getattr(settings, k)]
         if differ:
             raise GoExploreError(
                 f"{out} holds a run with other settings ({', '.join(differ)}); only "
-                "--frames, --ckpt-every and --device may change on --resume"
+                "--frames, --ckpt-every, --device and --tensorboard may change on --resume"
             )
     device = pick_device(settings.device)
 
@@ -236,7 +242,7 @@ def robustify(settings: Settings, out: Path, *, resume: bool = False, log=print)
     from goexplore.phase2.source import build_demos, read_source
 
     root = Path(settings.dataset_root) if settings.dataset_root else None
-    src = read_source(settings.source, settings.demos, root)
+    src = read_source(settings.source, settings.demos, root, settings.target_score)
     demos, obs = build_demos(src, None, settings.target_score)
     from goexplore.envs.atari import GAMES
 
@@ -332,6 +338,14 @@ def _callback(out, settings, spec, curriculum, log, t0, start_frames):
             self.next_ckpt = (start_frames // settings.ckpt_every + 1) * settings.ckpt_every
             self.next_log = start_frames
             self.rows = open(out / "curriculum.jsonl", "a")
+            self.tb = None
+            if settings.tensorboard:
+                from goexplore.report.tensorboard import INSTALL_HINT, _summary_writer_class
+
+                writer = _summary_writer_class()
+                if writer is None:
+                    raise GoExploreError(f"--tensorboard needs tensorboardX: {INSTALL_HINT}")
+                self.tb = writer(str(out / "tb"))
 
         def _on_step(self) -> bool:
             for info in self.locals["infos"]:
@@ -375,6 +389,12 @@ def _callback(out, settings, spec, curriculum, log, t0, start_frames):
             }
             self.rows.write(json.dumps(row) + "\n")
             self.rows.flush()
+            if self.tb is not None:
+                for k in ("progress", "success_from_reset", "return_mean", "episodes"):
+                    if row[k] is not None:
+                        self.tb.add_scalar(f"phase2/{k}", row[k], n)
+                for i, v in enumerate(row["from_end"] or []):
+                    self.tb.add_scalar(f"phase2/start_from_end/demo{i}", v, n)
             if n >= self.next_log:
                 self.next_log = n + max(10_000, settings.frames // 50)
                 rate = (n - start_frames) / max(time.perf_counter() - t0, 1e-9)
@@ -391,6 +411,8 @@ def _callback(out, settings, spec, curriculum, log, t0, start_frames):
 
         def flush(self) -> None:
             self.rows.close()
+            if self.tb is not None:
+                self.tb.close()
 
     return Curriculum_()
 

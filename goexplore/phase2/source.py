@@ -26,12 +26,15 @@ class Source:
     trajectories: list[tuple[np.ndarray, float, str]]  # (actions, recorded score, source)
 
 
-def read_source(source: str | Path, k: int, root: Path | None = None) -> Source:
-    """The best ``k`` scoring trajectories of a run dir, or a dataset's demos
-    (``source``: a Minari id such as ``goexplore/toy/run-v0``, under ``root``)."""
+def read_source(
+    source: str | Path, k: int, root: Path | None = None, target_score: float | None = None
+) -> Source:
+    """The best ``k`` scoring trajectories of a run dir (with ``target_score``: the
+    ``k`` shortest that reach it), or a dataset's demos (``source``: a Minari id such
+    as ``goexplore/toy/run-v0``, under ``root``)."""
     p = Path(source)
     if (p / "config.json").exists():
-        return _from_run(p, k)
+        return _from_run(p, k, target_score)
     from goexplore.export.minari import check_dataset_id
 
     try:
@@ -44,11 +47,32 @@ def read_source(source: str | Path, k: int, root: Path | None = None) -> Source:
     return _from_dataset(str(source), k, root)
 
 
-def _from_run(run_dir: Path, k: int) -> Source:
+def _from_run(run_dir: Path, k: int, target_score: float | None = None) -> Source:
     from goexplore.export.picks import LogTree, candidates, choose
     from goexplore.phase1 import load_run
 
     phase1 = load_run(run_dir)
+    cfg = phase1.cfg
+    if target_score is not None:
+        # each cell keeps the shortest trajectory to its best score: the shortest
+        # trajectories that reach the target end in the shortest such cells
+        a = phase1.archive
+        ok = np.flatnonzero(a.score[: a.n] >= target_score)
+        if not len(ok):
+            raise GoExploreError(
+                f"{run_dir}: no trajectory reaches score {target_score:g} "
+                f"(best {a.max_archive_score:g})"
+            )
+        ok = ok[np.lexsort((ok, a.traj_len[ok]))][:k]
+        trajs = [
+            (
+                phase1.explog.trajectory(int(a.traj_last[i])),
+                float(a.score[i]),
+                f"{run_dir}: cell {int(i)}",
+            )
+            for i in ok
+        ]
+        return Source(cfg.env, cfg.env_kwargs, cfg.episode_end, trajs)
     tree = LogTree(phase1.explog.all_entries())
     pool = candidates(tree, phase1.archive, "done") or candidates(tree, phase1.archive, "best")
     if not pool:
@@ -58,7 +82,6 @@ def _from_run(run_dir: Path, k: int) -> Source:
         )
     picks = choose(tree, pool, min(k, len(pool)), diverse=True)
     trajs = [(phase1.explog.trajectory(p.last), p.score, f"{run_dir}: {p.source}") for p in picks]
-    cfg = phase1.cfg
     return Source(cfg.env, cfg.env_kwargs, cfg.episode_end, trajs)
 
 
