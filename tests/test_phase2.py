@@ -130,3 +130,23 @@ def test_a_missing_extra_names_the_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # import fails
     with pytest.raises(p2.GoExploreError, match=r"pip install 'goexplore\[phase2\]'"):
         p2.require()
+
+
+def test_image_policy_weights_round_trip_through_safetensors(tmp_path):
+    """SB3's CNN policy shares its feature extractor between heads; the checkpoint
+    stores it once and loads back every tensor equal (Atari's 84x84 stacked frames)."""
+    import torch
+
+    from goexplore.phase2.robustify import _load_checkpoint, _save, build_model, make_venv
+
+    spec = {"env": "montezuma", "env_kwargs": "", "obs": "atari84", "sticky": 0.25,
+            "noops": 0, "end_on_life": True, "reward_scale": 0.01, "target": 100.0,
+            "margin": 0.0}  # fmt: skip
+    venv = make_venv(spec, 1, [], None, 0)
+    a = build_model(spec, venv, 0, "cpu")
+    _save(tmp_path / "ckpt", a, {"frames": 5, "curriculum": None})
+    b = build_model(spec, venv, 1, "cpu")  # other initial weights
+    assert _load_checkpoint(tmp_path / "ckpt", b)["frames"] == 5
+    for (k, x), (_, y) in zip(a.policy.state_dict().items(), b.policy.state_dict().items()):
+        assert torch.equal(x, y), k
+    venv.close()

@@ -158,13 +158,14 @@ def _save(dirpath: Path, model: Any, state: dict) -> None:
     """Weights, optimizer tensors and JSON state, written as a new directory then
     swapped in: a crash leaves the previous checkpoint whole."""
     import torch
-    from safetensors.torch import save_file
+    from safetensors.torch import save_model
 
     tmp = dirpath.with_name(dirpath.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file({k: v.contiguous() for k, v in model.policy.state_dict().items()},
-              str(tmp / "policy.safetensors"))  # fmt: skip
+    # save_model: SB3's image policies share one feature extractor between the
+    # policy and value heads (tensors that share memory are stored once)
+    save_model(model.policy, str(tmp / "policy.safetensors"))
     torch.save(model.policy.optimizer.state_dict(), tmp / "optimizer.pt")
     (tmp / "state.json").write_text(json.dumps(state, indent=1) + "\n")
     old = dirpath.with_name(dirpath.name + ".old")
@@ -177,11 +178,10 @@ def _save(dirpath: Path, model: Any, state: dict) -> None:
 
 def _load_weights(model: Any, path: Path) -> None:
     from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.torch import load_model
 
     try:
-        weights = load_file(str(path))
-        model.policy.load_state_dict(weights)
+        load_model(model.policy, str(path))
     except (OSError, SafetensorError, RuntimeError) as e:
         raise GoExploreError(f"{path}: unreadable policy weights ({str(e)[:200]})") from None
 
