@@ -150,3 +150,29 @@ def test_image_policy_weights_round_trip_through_safetensors(tmp_path):
     for (k, x), (_, y) in zip(a.policy.state_dict().items(), b.policy.state_dict().items()):
         assert torch.equal(x, y), k
     venv.close()
+
+
+def test_the_same_seed_gives_the_same_policy_and_a_dataset_is_a_source(maze_run, tmp_path):
+    """Seeded on CPU: two runs with the same seed write the same weights and the same
+    curriculum. A demo dataset exported by `goexplore demo` is a source too: its demos
+    replay to the run's, so training from it gives the same policy again."""
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        r = ge("robustify", maze_run, "--out", out, "--frames", "3000", "--n-envs", "2",
+               "--demos", "1", "--device", "cpu")  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        runs.append(out)
+    a, b = ((p / "policy.safetensors").read_bytes() for p in runs)
+    assert a == b
+    ca, cb = (json.loads((p / "policy.json").read_text())["curriculum"] for p in runs)
+    assert ca == cb
+
+    ds_root = tmp_path / "datasets"
+    r = ge("demo", maze_run, "--top", "1", "--out", ds_root, "--dataset-id", "test/maze/run-v0")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "from-dataset"
+    r = ge("robustify", "test/maze/run-v0", "--dataset-root", ds_root, "--out", out,
+           "--frames", "3000", "--n-envs", "2", "--demos", "1", "--device", "cpu")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (out / "policy.safetensors").read_bytes() == a
