@@ -245,8 +245,6 @@ def cmd_check_env(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from goexplore.demos import verify_cell
-    from goexplore.cells import DONE_KEY
     from goexplore.phase1 import load_run
 
     phase1 = load_run(Path(args.run_dir))
@@ -282,18 +280,7 @@ def cmd_replay(args) -> int:
             raise GoExploreError(f"--cell {args.cell!r}: give best, done or a cell index") from None
         if not 0 <= i < a.n:
             raise GoExploreError(f"--cell {i}: out of range; the archive has cells 0..{a.n - 1}")
-    actions = phase1.explog.trajectory(int(a.traj_last[i]))
-    ok, why = verify_cell(
-        phase1.cfg.env,
-        phase1.cells,
-        actions,
-        key=a.key_of(i),
-        score=float(a.score[i]),
-        length=int(a.traj_len[i]),
-        is_done=a.key_of(i) == DONE_KEY,
-        end_on_life=phase1.cfg.episode_end == "life",
-        env_kwargs=phase1.cfg.env_kwargs,
-    )
+    ok, why = phase1.verify_cell(i)
     print(
         f"cell {i}: archived score {a.score[i]:g}, {a.traj_len[i]} steps — "
         f"{'VERIFIED' if ok else 'MISMATCH'}: {why}"
@@ -301,7 +288,7 @@ def cmd_replay(args) -> int:
     if args.out:
         import numpy as np
 
-        np.save(args.out, actions)
+        np.save(args.out, phase1.explog.trajectory(int(a.traj_last[i])))
         print(f"actions written to {args.out}")
     return 0 if ok else 1
 

@@ -471,7 +471,7 @@ class Phase1:
         if a.done_id >= 0:
             targets.append(("best_done", a.done_id))
         for name, i in targets:
-            ok, why = self._verify_cell(i)
+            ok, why = self.verify_cell(i)
             out[name] = {"cell": i, "score": float(a.score[i]), "ok": ok, "detail": why}
         rest = np.setdiff1d(np.arange(a.n), [i for _, i in targets])
         if len(rest):
@@ -479,7 +479,7 @@ class Phase1:
                 rest, min(self.VERIFY_SAMPLE, len(rest)), replace=False
             )
             pick = sorted(int(i) for i in pick)
-            failed = [(i, why) for i in pick for ok, why in [self._verify_cell(i)] if not ok]
+            failed = [(i, why) for i in pick for ok, why in [self.verify_cell(i)] if not ok]
             out["sample"] = {
                 "cells": pick,
                 "ok": not failed,
@@ -492,7 +492,9 @@ class Phase1:
             }
         return out
 
-    def _verify_cell(self, i: int) -> tuple[bool, str]:
+    def verify_cell(self, i: int) -> tuple[bool, str]:
+        """Does cell ``i``'s trajectory, replayed from reset in a fresh env, reach it
+        with its score? (ok, explanation)"""
         a = self.archive
         return verify_cell(
             self.cfg.env,
