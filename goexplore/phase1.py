@@ -96,6 +96,7 @@ class Phase1:
         self.last_ckpt_time: float | None = None
         self.counters = Counters()  # the backends' own, summed over this process's runs
         self._backend = None  # while running
+        self.lock: int | None = None  # RUN_DIR/.lock while a process writes the run dir
 
     def _archive_args(self) -> dict:
         li = self.fact_names.index(self.level_fact) if self.level_fact else None

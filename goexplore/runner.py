@@ -57,20 +57,71 @@ def prepare(
                 f"checkpoint {ckpt} belongs to a different run (it differs in: {', '.join(diff)})"
             )
     rd.create(cfg)
-    if ckpt is not None and _same_dir(ckpt.parent, rd.ckpt_dir) and ckpt.name != rd.latest_name():
-        # continuing from an older checkpoint of this run: it becomes the run's
-        # state; the newer ones are an abandoned future (pruned later)
-        rd.set_latest(ckpt.name)
-        rd.drop_best_after(ckpt_frames(ckpt.name))
-    phase1 = Phase1(cfg, rd)
-    if ckpt is None:
-        if rd.metrics_path.exists():
-            rd.metrics_path.unlink()
-        phase1.seed_root()
-    else:
-        phase1.restore(ckpt)
-        _carry_metrics(rd, RunDir(ckpt.parent.parent), phase1.batch)
+    lock = lock_run_dir(rd)
+    try:
+        if (
+            ckpt is not None
+            and _same_dir(ckpt.parent, rd.ckpt_dir)
+            and ckpt.name != rd.latest_name()
+        ):
+            # continuing from an older checkpoint of this run: it becomes the run's
+            # state; the newer ones are an abandoned future (pruned later)
+            rd.set_latest(ckpt.name)
+            rd.drop_best_after(ckpt_frames(ckpt.name))
+        phase1 = Phase1(cfg, rd)
+        phase1.lock = lock
+        if ckpt is None:
+            if rd.metrics_path.exists():
+                rd.metrics_path.unlink()
+            phase1.seed_root()
+        else:
+            phase1.restore(ckpt)
+            _carry_metrics(rd, RunDir(ckpt.parent.parent), phase1.batch)
+    except BaseException:
+        unlock_run_dir(lock)
+        raise
     return phase1, ckpt
+
+
+#: run dirs this process holds the lock of: lock path -> file descriptor
+_HELD: dict[str, int] = {}
+
+
+def lock_run_dir(rd: RunDir) -> int:
+    """Hold RUN_DIR/.lock (an advisory lock, released when the process ends or the run
+    does): a second process writing the same run dir would interleave its checkpoints
+    and metrics with this one's. This process may take it again (a run set up and
+    then set up anew). Returns the lock's file descriptor."""
+    import fcntl
+    import os
+
+    path = rd.path / ".lock"
+    key = str(path.resolve())
+    if key in _HELD:
+        return _HELD[key]
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        other = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise RunDirError(
+            f"{rd.path} is in use by another goexplore process (pid {other}); wait for it "
+            "to end (or stop it), then resume"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    _HELD[key] = fd
+    return fd
+
+
+def unlock_run_dir(fd: int | None) -> None:
+    import os
+
+    for key, held in list(_HELD.items()):
+        if held == fd:
+            del _HELD[key]
+            os.close(fd)  # closing the descriptor releases the lock
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -199,6 +250,14 @@ def execute(phase1: Phase1, on_progress=None, log=print) -> dict | None:
     t0 = time.time()
     rd = phase1.run_dir
     how = resume_command(phase1.cfg, rd)
+    try:
+        return _execute(phase1, rd, how, t0, on_progress, log)
+    finally:
+        unlock_run_dir(getattr(phase1, "lock", None))
+        phase1.lock = None
+
+
+def _execute(phase1: Phase1, rd, how: str, t0: float, on_progress, log) -> dict | None:
     with _StopFlag() as flag:  # covers everything: a late Ctrl-C is handled too
         try:
             finished = phase1.run(

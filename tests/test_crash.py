@@ -229,3 +229,22 @@ def test_kill_dk_run_resumes_to_the_same_result(tmp_path):
         _assert_intact(d, f"after kill at {kind}:{arg}")
     _finish(d, cfg)
     assert_same_run(d, base)
+
+
+def test_a_second_process_on_a_run_dir_in_use_is_refused(tmp_path):
+    """Two processes writing one run dir would interleave checkpoints and metrics: the
+    second is refused, naming the first's pid, and the first's run is unharmed."""
+    d = tmp_path / "run"
+    cfg = dict(TOY, frames=400_000, workers=1, ckpt_every=40_000)
+    proc = start(run_args(d, **cfg))
+    _until_progress(proc, d, 1, workers=False)
+    second = cli(run_args(d, **cfg))
+    assert second.returncode == 2
+    assert "in use by another goexplore process" in second.stderr
+    assert f"pid {proc.pid}" in second.stderr
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert verify_run(d).ok
+    # once it has ended, the run dir is free again
+    assert cli(run_args(d, **dict(cfg, frames=60_000))).returncode == 0
