@@ -77,9 +77,7 @@ class Run:
     @property
     def best_score(self) -> float:
         """The best score of any trajectory (a cell's, or an episode end's)."""
-        a = self._p.archive
-        done = a.best_done_score
-        return max(a.max_archive_score, done if done is not None else -np.inf)
+        return self._p.archive.best_score
 
     @property
     def verified(self) -> bool | None:

@@ -526,7 +526,7 @@ class Phase1:
             "value": best if best is not None else 0.0,
             "best_done_score": best,
             "max_archive_score": a.max_archive_score,
-            "best_score": max(a.max_archive_score, best if best is not None else -np.inf),
+            "best_score": a.best_score,
             "n_cells": a.n,
             "rooms_found": len(a.rooms) if self.has_rooms else None,
             "max_level": a.max_level_reached,

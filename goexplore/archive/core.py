@@ -225,6 +225,12 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         live = ~self.is_done[: self.n]
         return float(self.score[: self.n][live].max())
 
+    @property
+    def best_score(self) -> float:
+        """The best score of any trajectory: a cell's, or an episode end's."""
+        done = self.best_done_score
+        return self.max_archive_score if done is None else max(self.max_archive_score, done)
+
     def best_cell(self) -> int:
         """The non-DONE cell with the highest score (shortest among ties, then oldest)."""
         live = np.flatnonzero(~self.is_done[: self.n])

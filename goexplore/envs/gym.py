@@ -148,7 +148,7 @@ class GymnasiumEnv:
             names: tuple[str, ...] = tuple(fact_names)
         elif facts is not None:
             names = tuple(facts)
-        elif _is_minigrid(env):
+        elif self._minigrid:
             names = MINIGRID_FACTS
         else:
             names = ()
@@ -174,6 +174,16 @@ class GymnasiumEnv:
         self._lives = 0
         self._facts: tuple[int, ...] = ()
         self._started = False  # reset once (Gymnasium refuses a step before any reset)
+
+    @property
+    def minigrid(self) -> bool:
+        """A MiniGrid env (its facts, codec and map are built in)."""
+        return self._minigrid
+
+    @property
+    def unwrapped(self) -> Any:
+        """The Gymnasium env under every wrapper."""
+        return self._env.unwrapped
 
     # --- what a demo dataset records about the env -----------------------------------------
     @property
@@ -258,7 +268,7 @@ class GymnasiumEnv:
 
     def render_rgb(self) -> np.ndarray:
         u = self._env.unwrapped
-        if _is_minigrid(self._env):
+        if self._minigrid:
             return u.get_frame(highlight=False, tile_size=MINIGRID_TILE)
         frame = self._env.render() if self._env.render_mode == "rgb_array" else None
         if frame is None:

@@ -42,7 +42,7 @@ def is_atari(env: Any) -> bool:
 def default_obs(env: Any) -> str:
     if is_atari(env):
         return "atari84"
-    if getattr(env, "state_mode", None) is not None and getattr(env, "_minigrid", False):
+    if getattr(env, "minigrid", False):
         return "minigrid"
     if env.fact_names:
         return "facts"
@@ -73,7 +73,7 @@ class Observer:
         elif kind == "minigrid":
             if default_obs(env) != "minigrid":
                 raise GoExploreError("obs 'minigrid' needs a MiniGrid env")
-            u = env._env.unwrapped
+            u = env.unwrapped
             n = u.agent_view_size**2 * 3 + 4
             self.space = gym.spaces.Box(0, 255, (n,), np.float32)
         else:
@@ -94,7 +94,7 @@ class Observer:
                 f = f.reshape(1, -1)
             return cv2.resize(f, (84, 84), interpolation=cv2.INTER_AREA)[..., None]
         if k == "minigrid":
-            u = env._env.unwrapped
+            u = env.unwrapped
             view = u.gen_obs()["image"].ravel().astype(np.float32)
             compass = np.zeros(4, np.float32)
             compass[u.agent_dir] = 1.0

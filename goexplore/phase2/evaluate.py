@@ -37,7 +37,7 @@ def evaluate(
     venv = make_venv(spec, 1, [], None, seed, evaluate=True)
     model = build_model(spec, venv, seed, "cpu")
     _load_weights(model, weights)
-    inner = venv.unwrapped.envs[0] if hasattr(venv, "unwrapped") else venv.envs[0]
+    inner = venv.unwrapped.envs[0]  # the Phase2Env under the frame stack
     writer = None
     if video is not None:
         from goexplore.report.media import VideoWriter

@@ -186,13 +186,26 @@ def _load_weights(model: Any, path: Path) -> None:
         raise GoExploreError(f"{path}: unreadable policy weights ({str(e)[:200]})") from None
 
 
-def _load_checkpoint(ckpt: Path, model: Any) -> dict:
-    import torch
+def _read_state(ckpt: Path) -> dict:
+    """state.json: the steps done and the curriculum (checked here: a damaged file is
+    an error naming it)."""
+    from goexplore.phase2.curriculum import Curriculum
 
     try:
         state = json.loads((ckpt / "state.json").read_text())
-    except (OSError, ValueError) as e:
+        int(state["frames"])
+        if state["curriculum"] is not None:
+            Curriculum.from_json(state["curriculum"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise GoExploreError(f"{ckpt / 'state.json'}: unreadable ({e})") from None
+    return state
+
+
+def _load_checkpoint(ckpt: Path, model: Any) -> dict:
+    """Weights and optimizer into ``model``; returns the checkpoint's JSON state."""
+    import torch
+
+    state = _read_state(ckpt)
     _load_weights(model, ckpt / "policy.safetensors")
     try:
         opt = torch.load(ckpt / "optimizer.pt", weights_only=True, map_location=model.device)
@@ -260,15 +273,21 @@ def robustify(settings: Settings, out: Path, *, resume: bool = False, log=print)
         if settings.success_margin >= 0
         else (0.0 if atari else 0.1),
     }
+    ckpt = out / "checkpoint"
+    state = _read_state(ckpt) if resume and (ckpt / "state.json").exists() else None
     curriculum = None
     if not settings.no_demo:
-        curriculum = Curriculum(
-            [len(d) for d in demos],
-            threshold=settings.threshold,
-            window=settings.window,
-            start_from_end=settings.start_from_end,
-            step_fraction=settings.step_fraction,
-            at_point=settings.at_point,
+        curriculum = (
+            Curriculum.from_json(state["curriculum"])
+            if state is not None
+            else Curriculum(
+                [len(d) for d in demos],
+                threshold=settings.threshold,
+                window=settings.window,
+                start_from_end=settings.start_from_end,
+                step_fraction=settings.step_fraction,
+                at_point=settings.at_point,
+            )
         )
     out.mkdir(parents=True, exist_ok=True)
     if not cfg_path.exists():
@@ -284,16 +303,11 @@ def robustify(settings: Settings, out: Path, *, resume: bool = False, log=print)
         spec, settings.n_envs, [] if settings.no_demo else demos, curriculum, settings.seed
     )
     model = build_model(spec, venv, settings.seed, device)
-    ckpt = out / "checkpoint"
     done = 0
-    if resume and (ckpt / "state.json").exists():
-        state = _load_checkpoint(ckpt, model)
+    if state is not None:
+        _load_checkpoint(ckpt, model)
         done = int(state["frames"])
         model.num_timesteps = done
-        if curriculum is not None:
-            curriculum = Curriculum.from_json(state["curriculum"])
-            for e in venv.unwrapped.envs if hasattr(venv, "unwrapped") else venv.envs:
-                e.curriculum = curriculum
         log(f"robustify: resumed from {ckpt} at {done:,} frames")
         _trim_rows(out / "curriculum.jsonl", done)
     log(
