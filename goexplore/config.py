@@ -28,6 +28,8 @@ WEIGHTS = COUNT_WEIGHTS + (
     "horiz_weight",
     "vert_weight",
     "keys_weight",
+    "keys_ahead_weight",
+    "score_weight",
     "low_level_weight",
 )
 
@@ -129,10 +131,30 @@ class Config:
     keys_weight: float = _f(
         0.0, "selection (cells with a position): weight of holding the most items at its place"
     )
+    keys_ahead_weight: float = _f(
+        0.0,
+        "selection (cells with a position): weight of holding more items than every other "
+        "cell at its place (0 for a cell alone there)",
+    )
+    score_weight: float = _f(
+        0.0,
+        "selection: weight of 1/sqrt(score rank) (rank 1: the archive's highest score; "
+        "equal scores share a rank; the original code's score_high)",
+    )
+    score_filter: float = _f(
+        0.0,
+        "selection: probability that a batch picks only among cells scoring at least as "
+        "much as a random cell (the original code's ScoreBasedFilter: 0.5)",
+    )
     low_level_weight: float = _f(
         1.0, "selection: weight factor low_level_weight^(max level - level)"
     )
     reset_on_update: bool = _f(True, "reset a cell's counters when its entry improves")
+    seen_start: bool = _f(
+        False,
+        "selection: seen also counts the cell an episode starts from, once (the Nature "
+        "paper's rule); the reference counts it only when the episode visits it again",
+    )
     log_every_batches: int = _f(10, "batches between metrics rows")
     ckpt_every: int = _f(1_000_000, "agent steps between checkpoints (0: only at the end)")
     explog_chunk: int = _f(1 << 22, "experience-log entries per on-disk chunk")
@@ -205,8 +227,13 @@ class Config:
                 + ", ".join("--" + n.replace("_", "-") for n in COUNT_WEIGHTS)
                 + " must be positive (else cells can get weight 0)"
             )
-        if not isinstance(self.reset_on_update, bool):
-            p.append(f"reset-on-update: must be true or false, got {self.reset_on_update!r}")
+        for name in ("reset_on_update", "seen_start"):
+            if not isinstance(getattr(self, name), bool):
+                p.append(
+                    f"{name.replace('_', '-')}: must be true or false, got {getattr(self, name)!r}"
+                )
+        if not isinstance(self.score_filter, (int, float)) or not 0.0 <= self.score_filter <= 1:
+            p.append(f"score-filter: must be a probability in [0, 1], got {self.score_filter!r}")
         if not isinstance(self.preset, str) or not self.preset:
             p.append(f"preset: must be a non-empty name, got {self.preset!r}")
         return p

@@ -7,13 +7,25 @@ missing left/right and up/down neighbours and whether it holds the most items
 (keys) of all cells at its place::
 
     W = ( sum_k w_k / (c_k + 1) ** p_k                  k in seen, chosen, since_new, steps
-          + horiz * missing_lr + vert * missing_ud + keys * holds_most )
+          + horiz * missing_lr + vert * missing_ud + keys * holds_most
+          + keys_ahead * ahead + score / sqrt(score_rank) )
         * low_level_weight ** (max_level - level)
 
 (Ecoffet et al. 2019, section 2.1 and appendix A.5; the original code's
 ``WeightedSelector``). Terms whose weight is 0 are left out, and a power of
 0.5 is computed as a square root, so the reference's ``1 / sqrt(seen + 1)``
 (seen weight 1, all else 0) is bit-exact. The DONE cell weighs 0.
+
+Two terms the papers' configurations left off, from the original code:
+``score_rank`` is the rank of the cell's score among the distinct scores of
+the archive's cells (1: the highest; equal scores share a rank), the original
+code's ``score_high`` term for cells without a position; and
+:meth:`SelectionParams.score_filter` (its ``ScoreBasedFilter``), applied at
+the pick (:meth:`goexplore.archive.Archive.sample`). One term of our own:
+``ahead`` is 1 for a cell that holds more items than every other cell at its
+place (0 where it is alone there), so a state with more keys than any other
+at a place it shares is worth exploring from (``holds_most`` is also 1 for
+every cell alone at its place, most of a growing map).
 
 :class:`PlaceTerms` keeps the map terms up to date as cells arrive: a new
 cell changes the terms of at most its four neighbours and of the cells at its
@@ -45,6 +57,10 @@ class SelectionParams:
     keys: float = 0.0
     low_level_weight: float = 1.0
     reset_on_update: bool = True
+    keys_ahead: float = 0.0
+    score: float = 0.0  # weight of 1 / sqrt(score rank)
+    score_filter: float = 0.0  # probability that a batch picks only cells >= a random one
+    seen_start: bool = False  # seen also counts the cell an episode starts from
 
     @classmethod
     def from_config(cls, cfg) -> SelectionParams:
@@ -58,11 +74,15 @@ class SelectionParams:
             cfg.keys_weight,
             cfg.low_level_weight,
             cfg.reset_on_update,
+            cfg.keys_ahead_weight,
+            cfg.score_weight,
+            cfg.score_filter,
+            cfg.seen_start,
         )
 
     @property
     def uses_places(self) -> bool:
-        return bool(self.horiz or self.vert or self.keys)
+        return bool(self.horiz or self.vert or self.keys or self.keys_ahead)
 
     @property
     def uses_levels(self) -> bool:
@@ -98,6 +118,8 @@ def cell_weights(
     level,
     max_level: int,
     is_done,
+    ahead=None,
+    score_rank=None,
 ) -> np.ndarray:
     """The selection weight of each cell (all arguments are aligned arrays)."""
     w = None
@@ -118,6 +140,10 @@ def cell_weights(
         w = w + p.vert * missing_ud
     if p.keys:
         w = w + p.keys * holds_most
+    if p.keys_ahead:
+        w = w + p.keys_ahead * ahead
+    if p.score:
+        w = w + p.score / np.sqrt(score_rank)
     if p.low_level_weight != 1.0:  # low_level_weight ** (levels below the top), by table
         table = p.low_level_weight ** np.arange(max_level + 1, dtype=np.float64)
         w = w * table[max_level - np.minimum(level, max_level)]
@@ -132,7 +158,8 @@ class PlaceTerms:
     def __init__(self, rep):
         self.rep = rep
         self.pos: dict[tuple, int] = {}  # (level, group, room, x, y) -> id
-        self.places: dict[tuple, list] = {}  # (level, room, x, y) -> [max items, ids...]
+        # (level, room, x, y) -> [most items, fewest items, ids...]
+        self.places: dict[tuple, list] = {}
         self.xr: tuple[int, int] | None = None  # x and y bin ranges seen
         self.yr: tuple[int, int] | None = None
         self.cell_place: dict[int, tuple] = {}  # id -> Place
@@ -196,23 +223,34 @@ class PlaceTerms:
         return changed
 
     def _add_items(self, i: int, pl, arrays) -> list[int]:
+        """Cell ``i`` joins its place: its own ``holds_most`` and ``ahead``, and the
+        other cells at the place whose terms changed."""
         q = (pl.level, pl.room, pl.x, pl.y)
         entry = self.places.get(q)
+        items = pl.items
         if entry is None:
-            self.places[q] = [pl.items, i]
+            self.places[q] = [items, items, i]
             arrays.holds_most[i] = True
+            arrays.ahead[i] = False
             return []
-        top = entry[0]
+        top, low = entry[0], entry[1]
         entry.append(i)
-        if pl.items < top:
-            arrays.holds_most[i] = False
-            return []
-        arrays.holds_most[i] = True
-        if pl.items == top:
-            return []
-        entry[0] = pl.items
-        losers = [j for j in entry[1:-1] if arrays.holds_most[j]]
+        if items <= top:
+            arrays.holds_most[i] = items == top
+            arrays.ahead[i] = items == top and low < top
+            if items >= low:
+                return []
+            entry[1] = items
+            if low < top:  # the holders were ahead already
+                return []
+            holders = [j for j in entry[2:-1] if arrays.holds_most[j]]
+            arrays.ahead[holders] = True
+            return holders
+        arrays.holds_most[i] = arrays.ahead[i] = True
+        entry[0] = items
+        losers = [j for j in entry[2:-1] if arrays.holds_most[j]]
         arrays.holds_most[losers] = False
+        arrays.ahead[losers] = False
         return losers
 
     def recompute_neighbours(self, arrays) -> None:

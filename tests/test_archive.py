@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from oracles import reference_sample
 
 from goexplore.archive import Archive
+from goexplore.selection import SelectionParams
 from goexplore.testing import synthetic_archive
 from goexplore.cells import DONE_KEY, make_cells
 from goexplore.codec import StateCodec
@@ -86,7 +87,8 @@ def _key(j: int) -> bytes:
 
 # --- the reference rule, per step, on a dict ---------------------------------------------------
 class Oracle:
-    def __init__(self, root_key, root_state, lives):
+    def __init__(self, root_key, root_state, lives, seen_start=False):
+        self.seen_start = seen_start  # the Nature rule: the start cell counts once
         self.cells = {
             root_key: dict(
                 score=0.0,
@@ -119,6 +121,9 @@ class Oracle:
         """steps: per step (key, reward, lives, done, facts) as the env produced them."""
         score, length, prev = cap["score"], cap["traj_len"], cap["traj_last"]
         found, seen_ep = False, set()
+        if self.seen_start:  # the original code: seen_cells = {start}; start.seen += 1
+            self.cells[chosen_key]["seen"] += 1
+            seen_ep.add(chosen_key)
         for t, (key, reward, lives, done, facts) in enumerate(steps):
             prev = first_entry + t
             score += reward
@@ -186,12 +191,12 @@ episode_st = st.lists(step_st, min_size=1, max_size=10)
 batches_st = st.lists(st.lists(episode_st, min_size=1, max_size=6), min_size=1, max_size=5)
 
 
-def run_both(batches, seed, view_lag=True):
+def run_both(batches, seed, view_lag=True, seen_start=False):
     env, cells, codec = ScriptEnv(), KeyCells(), Identity()
     root = _key(0)
-    a = Archive(KEY_SIZE, N_FACTS, capacity=2)
+    a = Archive(KEY_SIZE, N_FACTS, capacity=2, params=SelectionParams(seen_start=seen_start))
     a.add(root, b"root", 0.0, 0, -1, 3, (0, 0))
-    o = Oracle(root, b"root", 3)
+    o = Oracle(root, b"root", 3, seen_start=seen_start)
     view = WorkerView()
     view.apply(a.full_view())
     a.views_synced()
@@ -248,6 +253,24 @@ def run_both(batches, seed, view_lag=True):
 @given(batches=batches_st, seed=st.integers(0, 2**32 - 1))
 def test_accept_rule_equals_per_step_reference(batches, seed):
     run_both(batches, seed)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=batches_st, seed=st.integers(0, 2**32 - 1))
+def test_seen_start_equals_the_per_step_nature_rule(batches, seed):
+    """--seen-start: the chosen cell counts once per episode, as visited before its
+    first step (the original code's per-step loop), also when the episode comes back
+    to it or improves it."""
+    run_both(batches, seed, seen_start=True)
+
+
+def test_seen_start_counts_the_start_cell_once():
+    a_ref, _ = run_both([[[(1, 0.0, "")]]], 0)
+    a_nat, _ = run_both([[[(1, 0.0, "")]]], 0, seen_start=True)
+    root = 0  # picked (the only cell), then an episode that never comes back to it
+    assert a_ref.seen[root] == 0 and a_nat.seen[root] == 1
+    a_nat, _ = run_both([[[(0, 0.0, ""), (1, 0.0, ""), (0, 0.0, "")]]], 0, seen_start=True)
+    assert a_nat.seen[root] == 1  # back to it twice: still once
 
 
 def test_accept_rule_cases():

@@ -33,6 +33,10 @@ TOY_DK = dict(
     horiz_weight=0.1,
     vert_weight=0.05,
     keys_weight=1.0,
+    keys_ahead_weight=0.5,
+    score_weight=0.3,
+    score_filter=0.5,
+    seen_start=True,
     low_level_weight=0.1,
     episode_end="game",
 )
@@ -68,6 +72,8 @@ def test_toy_dk_same_archive_for_1_2_3_workers():
     assert runs[0].archive.n > 50
     assert runs[0].archive.steps[: runs[0].archive.n].sum() > 0
     assert runs[0].archive.holds_most[: runs[0].archive.n].any()
+    assert runs[0].archive.ahead[: runs[0].archive.n].any()
+    assert len(set(runs[0].archive.score[: runs[0].archive.n].tolist())) > 2  # ranks differ
     for p in runs[1:]:
         _same_archive(runs[0], p)
     for p in runs:

@@ -26,6 +26,8 @@ def _arrays(rng: random.Random, n: int) -> dict:
         "missing_lr": np.array([rng.randrange(0, 3) for _ in range(n)], np.int8),
         "missing_ud": np.array([rng.randrange(0, 3) for _ in range(n)], np.int8),
         "holds_most": np.array([rng.random() < 0.5 for _ in range(n)], np.bool_),
+        "ahead": np.array([rng.random() < 0.3 for _ in range(n)], np.bool_),
+        "score_rank": np.array([rng.randrange(1, 20) for _ in range(n)], np.int64),
         "level": np.array([rng.randrange(0, 3) for _ in range(n)], np.int16),
         "is_done": np.array([rng.random() < 0.05 for _ in range(n)], np.bool_),
     }
@@ -47,6 +49,9 @@ def _oracle(p: SelectionParams, a: dict, i: int, max_level: int) -> float:
         p.horiz * int(a["missing_lr"][i])
         + p.vert * int(a["missing_ud"][i])
         + p.keys * bool(a["holds_most"][i])
+        + p.keys_ahead * bool(a["ahead"][i])
+        # the original code's score_high: 1 / sqrt(len(scores) - scores.index(score))
+        + p.score * 1 / math.sqrt(int(a["score_rank"][i]))
     )
     level_weight = 1.0
     if a["level"][i] < max_level:
@@ -94,6 +99,8 @@ def test_formula_matches_the_per_cell_oracle(seed):
         wt(),
         wt(),
         rng.choice((1.0, 0.1, 0.5, 0.0)),
+        keys_ahead=wt(),
+        score=wt(),
     )
     a = _arrays(rng, 40)
     max_level = int(a["level"].max())
@@ -109,6 +116,7 @@ class _Arrays:
         self.missing_lr = np.zeros(n, np.int8)
         self.missing_ud = np.zeros(n, np.int8)
         self.holds_most = np.zeros(n, np.bool_)
+        self.ahead = np.zeros(n, np.bool_)
 
 
 def _room_xy(room):
@@ -127,7 +135,7 @@ def _brute(keys: list[bytes]):
     known = {(p.level, p.group, p.room, p.x, p.y) for p in places}
     xr = (min(p.x for p in places), max(p.x for p in places))
     yr = (min(p.y for p in places), max(p.y for p in places))
-    lr, ud, most = [], [], []
+    lr, ud, most, ahead = [], [], [], []
     for p in places:
         miss = {"h": 0, "v": 0}
         for dx, dy in ((-1, 0), (1, 0), (0, -1), (0, 1)):
@@ -152,11 +160,13 @@ def _brute(keys: list[bytes]):
                 miss["h" if dx else "v"] += 1
         lr.append(miss["h"])
         ud.append(miss["v"])
-        top = max(
+        here = [
             q.items for q in places if (q.level, q.room, q.x, q.y) == (p.level, p.room, p.x, p.y)
-        )
-        most.append(p.items == top)
-    return lr, ud, most
+        ]
+        most.append(p.items == max(here))
+        # more items than every other cell at its place (some other with fewer)
+        ahead.append(p.items == max(here) and min(here) < p.items)
+    return lr, ud, most, ahead
 
 
 @settings(max_examples=40, deadline=None)
@@ -185,10 +195,11 @@ def test_map_terms_incremental_equal_from_scratch(seed):
     for i, k in enumerate(keys):
         terms.add(i, k, arr)
         if i % 17 == 0 or i == len(keys) - 1:
-            lr, ud, most = _brute(keys[: i + 1])
+            lr, ud, most, ahead = _brute(keys[: i + 1])
             assert arr.missing_lr[: i + 1].tolist() == lr
             assert arr.missing_ud[: i + 1].tolist() == ud
             assert arr.holds_most[: i + 1].tolist() == most
+            assert arr.ahead[: i + 1].tolist() == ahead
 
 
 def test_params_from_a_preset():
@@ -222,3 +233,85 @@ def test_level_weight_follows_the_top_level_of_live_cells():
     a.add(b"", b"s", 0.0, 1, 0, 3, (7,))  # a DONE cell's level does not count
     a.cumulative_weights()
     assert a.max_level == 0 and a.weight[3] == 0.0
+
+
+# --- score terms ------------------------------------------------------------------------------
+def _rank_oracle(a) -> list[float]:
+    """The original code's score_high weight from scratch: the distinct scores of the
+    live cells, ascending; a cell's is 1/sqrt(len - index of its score)."""
+    live = [i for i in range(a.n) if not a.is_done[i]]
+    scores = sorted({float(a.score[i]) for i in live})
+    return [
+        0.0 if a.is_done[i] else 1 / math.sqrt(len(scores) - scores.index(float(a.score[i])))
+        for i in range(a.n)
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_score_rank_kept_as_scores_come_and_go(seed):
+    """The score-rank term against a from-scratch oracle while cells arrive and improve
+    (a score held by no cell any more drops out of the ranking), after a DONE cell with
+    the highest score (it does not count), and after a checkpoint round trip."""
+    from goexplore.archive import Archive
+
+    rng = random.Random(seed)
+    p = SelectionParams(seen=(0.0, 0.5), chosen=(1e-9, 0.5), score=1.0)
+    a = Archive(2, 1, params=p)
+    a.add(bytes((0, 0)), b"s", 0.0, 1, 0, 3, (0,))
+    for step in range(60):
+        if rng.random() < 0.5 or a.n < 3:
+            a.add(bytes((a.n % 200, a.n // 200 + 1)), b"s", rng.choice((0, 100, 400, 500, 2500)),
+                  1, 0, 3, (0,))  # fmt: skip
+        else:
+            i = rng.randrange(a.n)
+            if not a.is_done[i]:
+                a._replace(i, b"s", float(a.score[i]) + rng.choice((0, 100, 300)), 1, 0, 3, (0,))
+        if step == 30:
+            a.add(b"", b"s", 99999.0, 1, 0, 3, (0,))  # DONE
+        a.cumulative_weights()
+        want = _rank_oracle(a)
+        for i in range(a.n):  # the tiny chosen term keeps the pick weights positive
+            assert math.isclose(a.weight[i], want[i] + (0 if a.is_done[i] else 1e-9), rel_tol=1e-9)
+    b = Archive.from_arrays(2, 1, a.to_arrays(), [a.state(i) for i in range(a.n)], params=p)
+    np.testing.assert_array_equal(b.weights_of(np.arange(b.n)), a.weight[: a.n])
+
+
+def _halves(filter_p: float, batches: int = 400, seed: int = 0) -> int:
+    """Batches (of 40 picks) from an archive of 100 cells at score 0 and 100 at 100
+    whose picks are all at 100."""
+    from goexplore.archive import Archive
+
+    a = Archive(2, 1, params=SelectionParams(score_filter=filter_p))
+    for j in range(200):
+        a.add(bytes((j % 100, j // 100)), b"s", 100.0 * (j % 2), 1, 0, 3, (0,))
+    a.add(b"", b"s", 0.0, 1, 0, 3, (0,))
+    rng = np.random.default_rng(seed)
+    high = 0
+    for _ in range(batches):
+        ids = a.sample(40, rng).ids
+        assert not any(a.is_done[i] for i in ids)
+        high += all(a.score[i] == 100 for i in ids)
+    return high
+
+
+def test_score_filter_picks_only_cells_scoring_as_much_as_a_random_one():
+    """ScoreBasedFilter: with probability p a batch keeps the cells scoring at least
+    as much as a uniformly drawn cell, here half the time the 100-point half. Mixed
+    batches otherwise (all-100 by chance: 2**-40)."""
+    assert _halves(0.0) == 0
+    assert 140 <= _halves(1.0) <= 260  # Binomial(400, 1/2): mean 200, sd 10
+    assert 60 <= _halves(0.5) <= 140  # Binomial(400, 1/4): mean 100, sd 8.7
+
+
+def test_score_terms_from_the_config():
+    from goexplore.config import Config
+
+    p = SelectionParams.from_config(
+        Config(score_weight=0.5, score_filter=0.5, keys_ahead_weight=2.0, seen_start=True)
+    )
+    assert (p.score, p.score_filter, p.keys_ahead, p.seen_start) == (0.5, 0.5, 2.0, True)
+    assert p.uses_places
+    problems = Config(score_filter=1.5, seen_start="yes").problems()  # type: ignore[arg-type]
+    assert any(q.startswith("score-filter:") for q in problems)
+    assert any(q.startswith("seen-start:") for q in problems)

@@ -20,7 +20,9 @@ first. The worker has already reduced the episode to best visits
 (:mod:`goexplore.episode`); ``tests/test_archive.py`` checks this function
 against a literal per-step oracle.
 
-Beyond the reference: ``steps`` counts the agent steps episodes spent in a
+Beyond the reference: with ``seen_start`` (the Nature paper's count, the
+original code's) the cell an episode starts from also counts once, as visited
+before the first step; ``steps`` counts the agent steps episodes spent in a
 cell, added at the episode's end; with ``reset_on_update=False`` the counters
 keep counting when an entry is replaced.
 """
@@ -28,6 +30,8 @@ keep counting when an entry is replaced.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from goexplore.wire import EpisodeResult
 
@@ -38,6 +42,11 @@ if TYPE_CHECKING:
 def beats(score: float, length: int, live_score: float, live_length: int) -> bool:
     """Does a visit (``score``, trajectory ``length``) replace the live entry?"""
     return score > live_score or (score == live_score and length < live_length)
+
+
+def _visits(res: EpisodeResult, cell: int) -> bool:
+    """Whether the episode visited ``cell`` (an id the worker's view knew)."""
+    return bool((res.seen_ids == cell).any() or (res.cand_ids == cell).any())
 
 
 def apply_episode(
@@ -55,6 +64,9 @@ def apply_episode(
     steps were appended to the experience log from ``first_entry``. Returns
     whether it found anything. ``on_set(i, c)``: cell ``i``'s entry was just set
     from candidate ``c``."""
+    if archive.params.seen_start and not _visits(res, chosen):
+        archive._seen_pending.append(np.array([chosen], np.int64))
+        archive._steps_pending.append(np.zeros(1, np.int64))
     if res.n == 0:
         return False
     # cells visited whose best visit does not beat the view: seen += 1, deferred

@@ -43,6 +43,7 @@ _FIELDS = {
     "missing_lr": np.int8,
     "missing_ud": np.int8,
     "holds_most": np.bool_,  # map terms
+    "ahead": np.bool_,
     "level": np.int16,
     "weight": np.float64,
     "csum": np.float64,  # selection caches
@@ -103,6 +104,10 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         self._touched: list[np.ndarray] = []  # ids whose seen changed (weights to recompute)
         self._touched_ids: list[int] = []  # ... one at a time
         self._csum_from = 0  # csum[:_csum_from] is up to date
+        # the score-rank term: how many live cells hold each score, and the distinct
+        # scores in ascending order (None: to be sorted again)
+        self._score_count: dict[float, int] = {}
+        self._score_levels: np.ndarray | None = None
 
     def _alloc(self, cap: int) -> None:
         n = self.n
@@ -168,6 +173,8 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
     def _set_entry(self, i, state, score, length, last, lives, facts, new: bool) -> None:
         """Cell ``i`` now holds this visit; its counters start again."""
         self._store_state(i, state, new=new)
+        if self.params.score and not self.is_done[i]:
+            self._count_score(None if new else float(self.score[i]), float(score))
         self.score[i], self.traj_len[i], self.traj_last[i] = score, length, last
         self.lives[i] = lives
         self.facts[i] = facts

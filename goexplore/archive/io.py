@@ -105,6 +105,8 @@ class CheckpointArrays:
             for i in np.flatnonzero(~a.is_done[:n]).tolist():
                 a._places.add(i, a.key_of(i), a, recompute=False)
             a._places.recompute_neighbours(a)
+        if a.params.score:
+            a._recount_scores()
         a.weight[:n] = a.weights_of(np.arange(n))
         a._csum_from = 0
         a._view_n = n

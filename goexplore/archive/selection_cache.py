@@ -55,22 +55,8 @@ class SelectionCache:
 
     def cumulative_weights(self) -> np.ndarray:
         """The cumulative weights of cells 0..n-1, brought up to date."""
-        n = self.n
-        if self._seen_pending:
-            self._flush_seen()
-        if self._touch_all:
-            self._touch_all = False
-            self._touched.clear()
-            self._touched_ids.clear()
-            self._touched.append(np.arange(n))
-        if self._touched or self._touched_ids:
-            self._touched.append(np.array(self._touched_ids, np.int64))
-            ids = np.unique(np.concatenate(self._touched))
-            self._touched.clear()
-            self._touched_ids.clear()
-            self.weight[ids] = self.weights_of(ids)
-            self._csum_from = min(self._csum_from, int(ids[0]))
-        p = self._csum_from
+        self._update_weights()
+        n, p = self.n, self._csum_from
         if p < n:
             csum = self.csum
             if p == 0:
@@ -81,6 +67,55 @@ class SelectionCache:
                 np.cumsum(tail, out=csum[p:n])
             self._csum_from = n
         return self.csum[:n]
+
+    def _update_weights(self) -> None:
+        """Recompute the weights of the cells whose terms changed."""
+        if self._seen_pending:
+            self._flush_seen()
+        ids = None
+        if self._touch_all:
+            self._touch_all = False
+            ids = np.arange(self.n)
+        elif self._touched or self._touched_ids:
+            self._touched.append(np.array(self._touched_ids, np.int64))
+            ids = np.unique(np.concatenate(self._touched))
+        if ids is not None:
+            self._touched.clear()
+            self._touched_ids.clear()
+            self.weight[ids] = self.weights_of(ids)
+            self._csum_from = min(self._csum_from, int(ids[0]))
+
+    def _count_score(self, old: float | None, new: float) -> None:
+        """A live cell's score went from ``old`` (None: a new cell) to ``new``; when the
+        set of distinct scores changes, every cell's score rank may have changed."""
+        counts = self._score_count
+        if old == new:
+            return
+        if old is not None:
+            counts[old] -= 1
+            if not counts[old]:
+                del counts[old]
+                self._score_levels = None
+        if new not in counts:
+            counts[new] = 0
+            self._score_levels = None
+        counts[new] += 1
+        if self._score_levels is None:
+            self._touch_all = True
+
+    def _recount_scores(self) -> None:
+        """The score counts from the arrays (after a load)."""
+        live = self.score[: self.n][~self.is_done[: self.n]]
+        values, counts = np.unique(live, return_counts=True)
+        self._score_count = dict(zip(values.tolist(), counts.tolist()))
+        self._score_levels = None
+
+    def score_rank(self, ids: np.ndarray) -> np.ndarray:
+        """1 + the number of distinct live scores above each cell's score."""
+        if self._score_levels is None:
+            self._score_levels = np.array(sorted(self._score_count), np.float64)
+        levels = self._score_levels
+        return len(levels) - np.searchsorted(levels, self.score[ids], side="right") + 1
 
     def weights_of(self, ids: np.ndarray) -> np.ndarray:
         """The selection weights of cells ``ids`` from their current counters."""
@@ -96,10 +131,19 @@ class SelectionCache:
             level=self.level[ids],
             max_level=self.max_level,
             is_done=self.is_done[ids],
+            ahead=self.ahead[ids],
+            score_rank=self.score_rank(ids) if self.params.score else None,
         )
 
     def sample(self, n: int, rng: np.random.Generator) -> Capture:
-        csum = self.cumulative_weights()
+        f = self.params.score_filter
+        if f and rng.random() < f:  # the original code's ScoreBasedFilter
+            self._update_weights()  # (the full running sum waits for an unfiltered batch)
+            m = self.n
+            keep = self.score[:m] >= self.score[self._random_live(rng)]
+            csum = np.cumsum(self.weight[:m] * keep)
+        else:
+            csum = self.cumulative_weights()
         u = rng.random(n) * csum[-1]
         ids = np.minimum(np.searchsorted(csum, u), self.n - 1)
         np.add.at(self.chosen, ids, 1)
@@ -120,3 +164,9 @@ class SelectionCache:
             self.lives[ids].tolist(),
             states,
         )
+
+    def _random_live(self, rng: np.random.Generator) -> int:
+        """A cell drawn uniformly from the cells other than DONE."""
+        d = self._done_id
+        j = int(rng.integers(self.n - (d >= 0)))
+        return j + 1 if 0 <= d <= j else j
