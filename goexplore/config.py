@@ -105,6 +105,11 @@ class Config:
         "downscale-dynamic: keep the current downscale unless the search's best scores "
         "more than (1 + this) times it on the same sample (paper: 0, always take the best)",
     )
+    dynamic_max_shadow: int = _f(
+        0,
+        "downscale-dynamic: merged-away entries kept for later re-keyings, the highest "
+        "scoring (then shortest) first (0: all, as the paper; each holds ~1 kB)",
+    )
     episode_end: str = _f(
         "life", "an exploration episode ends at a life loss ('life') or game over ('game')"
     )
@@ -202,6 +207,11 @@ class Config:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 < v <= 1.0:
                 p.append(f"{name.replace('_', '-')}: must be in (0, 1], got {v!r}")
+        if not isinstance(self.dynamic_max_shadow, int) or self.dynamic_max_shadow < 0:
+            p.append(
+                f"dynamic-max-shadow: must be an integer >= 0 (0: no bound), "
+                f"got {self.dynamic_max_shadow!r}"
+            )
         if self.ckpt_every < 0:
             p.append(f"ckpt-every: must be >= 0, got {self.ckpt_every}")
         if self.backend not in BACKENDS:

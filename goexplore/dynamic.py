@@ -32,7 +32,10 @@ of recent frames, and re-key the archive when it changes.
   trajectory, then the older entry) with that entry's counters, as the paper
   does with ``--reset_cell_on_update``. Like the paper's former grids, the
   entries that lost are kept and take part in every later re-keying, so a
-  finer representation splits them out again.
+  finer representation splits them out again. ``dynamic_max_shadow`` (not in the
+  paper; 0: no bound) keeps only that many of them, the highest-scoring, then the
+  shortest, then the oldest (:func:`best_entries`): 65,210 of them held 66 MB by
+  20M agent steps on Montezuma.
 """
 
 from __future__ import annotations
@@ -185,6 +188,16 @@ def rekey(entries: Entries, keys: list[bytes]) -> tuple[np.ndarray, list[bytes],
     return winners, [keys[i] for i in winners.tolist()], losers
 
 
+def best_entries(entries: Entries, n: int) -> np.ndarray:
+    """Indices of the ``n`` best entries under the accept rule (highest score, then
+    shortest trajectory, then the first), in entry order."""
+    if len(entries) <= n:
+        return np.arange(len(entries))
+    a = entries.arrays
+    order = np.lexsort((np.arange(len(entries)), a["traj_len"], -a["score"]))
+    return np.sort(order[:n])
+
+
 # --- the master's state --------------------------------------------------------------------------
 @dataclass
 class DynamicState:
@@ -277,12 +290,14 @@ class DynamicState:
                 "sample_cells": best.distinct,
             }
         if event["changed"]:
-            archive = self.apply(choice.params, archive, **archive_args)
+            archive = self.apply(
+                choice.params, archive, max_shadow=cfg.dynamic_max_shadow, **archive_args
+            )
         event["cells_after"] = archive.n
         self.history.append(event)
         return archive
 
-    def apply(self, whl, archive: Archive, **archive_args) -> Archive:
+    def apply(self, whl, archive: Archive, max_shadow: int = 0, **archive_args) -> Archive:
         """Re-key ``archive`` and the shadow entries under ``whl`` (width, height, levels)."""
         rep = DynamicDownscaleCells(whl)
         entries = Entries.concat(archive_entries(archive, self.frames), self.shadow)
@@ -301,6 +316,8 @@ class DynamicState:
         new.n_done_episodes = archive.n_done_episodes
         new.rooms = archive.rooms
         new.resend_all()
+        if max_shadow:
+            lose = lose[best_entries(entries.take(lose), max_shadow)]
         self.rep, self.frames, self.shadow = rep, kept.frames, entries.take(lose)
         return new
 

@@ -290,3 +290,39 @@ def test_keep_margin_keeps_the_current_downscale_unless_clearly_beaten(margin):
         assert over["score"] == pytest.approx(best.score, abs=1e-6)
     if margin == 10.0:
         assert not take  # a margin this large always keeps
+
+
+def test_best_entries_keeps_the_accept_rules_best_in_entry_order():
+    from goexplore.dynamic import best_entries
+
+    rng = np.random.default_rng(0)
+    n = 50
+    e = Entries.empty(2)
+    e = Entries(
+        dict(
+            e.arrays,
+            score=rng.choice([0.0, 100.0, 400.0], n),
+            traj_len=rng.integers(1, 6, n).astype(np.int64),
+        ),
+        [b"s"] * n,
+        [b"f"] * n,
+    )
+    got = best_entries(e, 12).tolist()
+    # oracle: sort by (-score, length, index), take 12, back in entry order
+    want = sorted(
+        sorted(range(n), key=lambda i: (-e.arrays["score"][i], e.arrays["traj_len"][i], i))[:12]
+    )
+    assert got == want
+    assert best_entries(e, 80).tolist() == list(range(n))
+
+
+def test_max_shadow_bounds_the_merged_away_entries():
+    free = run_ours("toy", 2, 30_000, 1, **TOY_DYN)
+    capped = run_ours("toy", 2, 30_000, 1, **dict(TOY_DYN, dynamic_max_shadow=3))
+    assert len(free.dynamic.shadow) > 3
+    assert 0 < len(capped.dynamic.shadow) <= 3
+    _weights_are_current(capped)
+    played, failures = verify_archive(
+        "toy", capped.cells, capped.archive, capped.explog, end_on_life=False
+    )
+    assert failures == [] and played > 0
