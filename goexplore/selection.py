@@ -119,9 +119,9 @@ def cell_weights(
     max_level: int,
     is_done,
     ahead=None,
-    score_rank=None,
 ) -> np.ndarray:
-    """The selection weight of each cell (all arguments are aligned arrays)."""
+    """The selection weight of each cell (all arguments are aligned arrays), less the
+    score-rank term (:func:`score_weights`, added to it)."""
     w = None
     for c, (weight, power) in (
         (seen, p.seen),
@@ -142,13 +142,27 @@ def cell_weights(
         w = w + p.keys * holds_most
     if p.keys_ahead:
         w = w + p.keys_ahead * ahead
-    if p.score:
-        w = w + p.score / np.sqrt(score_rank)
-    if p.low_level_weight != 1.0:  # low_level_weight ** (levels below the top), by table
-        table = p.low_level_weight ** np.arange(max_level + 1, dtype=np.float64)
-        w = w * table[max_level - np.minimum(level, max_level)]
+    if p.low_level_weight != 1.0:
+        w = w * _level_factor(p, level, max_level)
     w[is_done] = 0.0
     return w
+
+
+def score_weights(p: SelectionParams, *, score_rank, level, max_level: int, is_done) -> np.ndarray:
+    """The score-rank term, ``score / sqrt(score_rank)`` times the level factor (0 for
+    DONE). It changes for every cell when the set of distinct scores changes, so the
+    archive keeps it apart from :func:`cell_weights` and recomputes only it then."""
+    w = p.score / np.sqrt(score_rank)
+    if p.low_level_weight != 1.0:
+        w = w * _level_factor(p, level, max_level)
+    w[is_done] = 0.0
+    return w
+
+
+def _level_factor(p: SelectionParams, level, max_level: int) -> np.ndarray:
+    """low_level_weight ** (levels below the top), by table."""
+    table = p.low_level_weight ** np.arange(max_level + 1, dtype=np.float64)
+    return table[max_level - np.minimum(level, max_level)]
 
 
 class PlaceTerms:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goexplore.cells.domain import PYRAMID, MontezumaCells
-from goexplore.selection import PlaceTerms, SelectionParams, cell_weights
+from goexplore.selection import PlaceTerms, SelectionParams, cell_weights, score_weights
 
 counts = st.lists(st.integers(0, 10_000), min_size=1, max_size=60)
 
@@ -27,13 +27,12 @@ def _arrays(rng: random.Random, n: int) -> dict:
         "missing_ud": np.array([rng.randrange(0, 3) for _ in range(n)], np.int8),
         "holds_most": np.array([rng.random() < 0.5 for _ in range(n)], np.bool_),
         "ahead": np.array([rng.random() < 0.3 for _ in range(n)], np.bool_),
-        "score_rank": np.array([rng.randrange(1, 20) for _ in range(n)], np.int64),
         "level": np.array([rng.randrange(0, 3) for _ in range(n)], np.int16),
         "is_done": np.array([rng.random() < 0.05 for _ in range(n)], np.bool_),
     }
 
 
-def _oracle(p: SelectionParams, a: dict, i: int, max_level: int) -> float:
+def _oracle(p: SelectionParams, a: dict, rank: list, i: int, max_level: int) -> float:
     """The original code's get_weight, one cell at a time, in plain floats."""
     if a["is_done"][i]:
         return 0.0
@@ -51,7 +50,7 @@ def _oracle(p: SelectionParams, a: dict, i: int, max_level: int) -> float:
         + p.keys * bool(a["holds_most"][i])
         + p.keys_ahead * bool(a["ahead"][i])
         # the original code's score_high: 1 / sqrt(len(scores) - scores.index(score))
-        + p.score * 1 / math.sqrt(int(a["score_rank"][i]))
+        + p.score * 1 / math.sqrt(rank[i])
     )
     level_weight = 1.0
     if a["level"][i] < max_level:
@@ -103,9 +102,12 @@ def test_formula_matches_the_per_cell_oracle(seed):
         score=wt(),
     )
     a = _arrays(rng, 40)
+    rank = [rng.randrange(1, 20) for _ in range(40)]
     max_level = int(a["level"].max())
-    got = cell_weights(p, **a, max_level=max_level)
-    want = [_oracle(p, a, i, max_level) for i in range(40)]
+    got = cell_weights(p, **a, max_level=max_level) + score_weights(
+        p, score_rank=np.array(rank), level=a["level"], max_level=max_level, is_done=a["is_done"]
+    )
+    want = [_oracle(p, a, rank, i, max_level) for i in range(40)]
     for i in range(40):
         assert math.isclose(got[i], want[i], rel_tol=1e-12, abs_tol=1e-300), (i, got[i], want[i])
 

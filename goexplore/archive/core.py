@@ -44,6 +44,8 @@ _FIELDS = {
     "missing_ud": np.int8,
     "holds_most": np.bool_,  # map terms
     "ahead": np.bool_,
+    "score_level": np.int32,  # the score-rank term: which distinct score the cell holds
+    "weight0": np.float64,  # the weight less the score-rank term (kept with that term on)
     "level": np.int16,
     "weight": np.float64,
     "csum": np.float64,  # selection caches
@@ -104,10 +106,12 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         self._touched: list[np.ndarray] = []  # ids whose seen changed (weights to recompute)
         self._touched_ids: list[int] = []  # ... one at a time
         self._csum_from = 0  # csum[:_csum_from] is up to date
-        # the score-rank term: how many live cells hold each score, and the distinct
-        # scores in ascending order (None: to be sorted again)
-        self._score_count: dict[float, int] = {}
-        self._score_levels: np.ndarray | None = None
+        # the score-rank term: each distinct score ever held gets an id (score_level);
+        # live cells per id; the rank of each id (None: to be ranked again)
+        self._score_id: dict[float, int] = {}
+        self._score_count: list[int] = []
+        self._score_value: list[float] = []  # id -> score
+        self._rank_of: np.ndarray | None = None
 
     def _alloc(self, cap: int) -> None:
         n = self.n
@@ -174,7 +178,7 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         """Cell ``i`` now holds this visit; its counters start again."""
         self._store_state(i, state, new=new)
         if self.params.score and not self.is_done[i]:
-            self._count_score(None if new else float(self.score[i]), float(score))
+            self._count_score(i, new, float(score))
         self.score[i], self.traj_len[i], self.traj_last[i] = score, length, last
         self.lives[i] = lives
         self.facts[i] = facts

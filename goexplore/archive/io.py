@@ -107,7 +107,8 @@ class CheckpointArrays:
             a._places.recompute_neighbours(a)
         if a.params.score:
             a._recount_scores()
-        a.weight[:n] = a.weights_of(np.arange(n))
+        a._touch_all = True
+        a._update_weights()
         a._csum_from = 0
         a._view_n = n
         return a

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from goexplore.selection import cell_weights
+from goexplore.selection import cell_weights, score_weights
 
 
 class Capture:
@@ -72,53 +72,84 @@ class SelectionCache:
         """Recompute the weights of the cells whose terms changed."""
         if self._seen_pending:
             self._flush_seen()
-        ids = None
+        ids: np.ndarray | slice | None = None  # a slice when every cell's changed
         if self._touch_all:
             self._touch_all = False
-            ids = np.arange(self.n)
+            ids = slice(0, self.n)
         elif self._touched or self._touched_ids:
             self._touched.append(np.array(self._touched_ids, np.int64))
             ids = np.unique(np.concatenate(self._touched))
+        if not self.params.score:
+            if ids is not None:
+                self.weight[ids] = self._base_weights(ids)
+        else:  # the score term apart: when the ranks change, only it is recomputed
+            if ids is not None:
+                self.weight0[ids] = self._base_weights(ids)
+            if self._rank_of is None:
+                ids = slice(0, self.n)
+            if ids is not None:
+                self.weight[ids] = self.weight0[ids] + self._score_weights(ids)
         if ids is not None:
             self._touched.clear()
             self._touched_ids.clear()
-            self.weight[ids] = self.weights_of(ids)
-            self._csum_from = min(self._csum_from, int(ids[0]))
+            first = 0 if isinstance(ids, slice) else int(ids[0])
+            self._csum_from = min(self._csum_from, first)
 
-    def _count_score(self, old: float | None, new: float) -> None:
-        """A live cell's score went from ``old`` (None: a new cell) to ``new``; when the
-        set of distinct scores changes, every cell's score rank may have changed."""
+    def _count_score(self, i: int, new: bool, score: float) -> None:
+        """Live cell ``i`` (``new``: just added) now holds ``score``. When the set of
+        distinct scores changes, every cell's rank may change: only the score term is
+        recomputed then (``_rank_of = None``)."""
         counts = self._score_count
-        if old == new:
-            return
-        if old is not None:
+        if not new:
+            old = int(self.score_level[i])
+            if self._score_value[old] == score:
+                return
             counts[old] -= 1
             if not counts[old]:
-                del counts[old]
-                self._score_levels = None
-        if new not in counts:
-            counts[new] = 0
-            self._score_levels = None
-        counts[new] += 1
-        if self._score_levels is None:
-            self._touch_all = True
+                self._rank_of = None
+        sid = self._score_id.get(score)
+        if sid is None:
+            sid = self._score_id[score] = len(counts)
+            counts.append(0)
+            self._score_value.append(score)
+        if not counts[sid]:
+            self._rank_of = None
+        counts[sid] += 1
+        self.score_level[i] = sid
 
     def _recount_scores(self) -> None:
-        """The score counts from the arrays (after a load)."""
-        live = self.score[: self.n][~self.is_done[: self.n]]
-        values, counts = np.unique(live, return_counts=True)
-        self._score_count = dict(zip(values.tolist(), counts.tolist()))
-        self._score_levels = None
+        """The score ids and counts from the arrays (after a load)."""
+        self._score_id, self._score_count, self._score_value = {}, [], []
+        self._rank_of = None
+        for i in np.flatnonzero(~self.is_done[: self.n]).tolist():
+            self._count_score(i, True, float(self.score[i]))
 
     def score_rank(self, ids: np.ndarray) -> np.ndarray:
         """1 + the number of distinct live scores above each cell's score."""
-        if self._score_levels is None:
-            self._score_levels = np.array(sorted(self._score_count), np.float64)
-        levels = self._score_levels
-        return len(levels) - np.searchsorted(levels, self.score[ids], side="right") + 1
+        if self._rank_of is None:
+            vals = np.array(self._score_value, np.float64)
+            live = np.array(self._score_count) > 0
+            order = np.argsort(-np.where(live, vals, -np.inf), kind="stable")
+            rank = np.ones(max(1, len(vals)), np.int64)  # (a DONE cell's id may be 0)
+            rank[order] = np.arange(1, len(vals) + 1)  # the live levels come first
+            self._rank_of = rank
+        return self._rank_of[self.score_level[ids]]
 
     def weights_of(self, ids: np.ndarray) -> np.ndarray:
         """The selection weights of cells ``ids`` from their current counters."""
+        w = self._base_weights(ids)
+        return w + self._score_weights(ids) if self.params.score else w
+
+    def _score_weights(self, ids: np.ndarray) -> np.ndarray:
+        return score_weights(
+            self.params,
+            score_rank=self.score_rank(ids),
+            level=self.level[ids],
+            max_level=self.max_level,
+            is_done=self.is_done[ids],
+        )
+
+    def _base_weights(self, ids: np.ndarray) -> np.ndarray:
         return cell_weights(
             self.params,
             seen=self._seen[ids],
@@ -132,7 +163,6 @@ class SelectionCache:
             max_level=self.max_level,
             is_done=self.is_done[ids],
             ahead=self.ahead[ids],
-            score_rank=self.score_rank(ids) if self.params.score else None,
         )
 
     def sample(self, n: int, rng: np.random.Generator) -> Capture:
