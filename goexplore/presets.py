@@ -22,9 +22,10 @@ Where the settings come from:
 * ``downscale-dynamic`` — the no-domain-knowledge run of the Nature paper (the
   original code's ``phase1_downscaled.sh``): the downscale re-chosen from recent
   frames (:mod:`goexplore.dynamic`), split factor 0.125, seen weight 1, counters
-  reset on update. Two departures, each chosen on measurements over two seeds
-  (docs/studies/): a chosen-since-new weight of 1 beside the paper's seen weight,
-  and an episode that ends at a life loss (the paper's ends at game over). The paper's
+  reset on update, and an episode that ends at game over, as there (against a life
+  loss: better on 2 of 3 seeds and in the median at 2M and 3M, docs/studies/
+  2026-12-04-no-dk-selection.md). One departure, chosen on measurements over two
+  seeds: a chosen-since-new weight of 1 beside the paper's seen weight. The paper's
   cadence (one choice after 10,000 steps, then every 10M of a 500M-step run) is
   scaled to runs of millions of steps (see ``goexplore.dynamic``).
 * ``minigrid`` — any MiniGrid or BabyAI env (``--env gym:MiniGrid-...``; default
@@ -99,7 +100,7 @@ PRESETS: dict[str, Preset] = {
             "downscale-dynamic",
             "no domain knowledge (the Nature paper's dynamic downscaling): the downscale "
             "re-chosen from recent frames, split factor 0.125; seen weight 1, "
-            "chosen-since-new weight 1; episode ends at a life loss",
+            "chosen-since-new weight 1; episode ends at game over",
             {
                 "cells": "downscale-dynamic",
                 "seen_weight": 1.0,
@@ -107,7 +108,7 @@ PRESETS: dict[str, Preset] = {
                 "since_new_weight": 1.0,
                 "since_new_power": 0.5,
                 "reset_on_update": True,
-                "episode_end": "life",
+                "episode_end": "game",
             },
         ),
         Preset(

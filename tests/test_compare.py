@@ -431,7 +431,7 @@ def test_runs_of_one_preset_with_other_settings_are_their_own_group(tmp_path):
         ("preset-s0", full(0)),
         ("preset-s1", full(1, n_workers=7, total_frames=5 * M)),  # resumable: same group
         ("seen-only-s0", full(0, since_new_weight=0.0)),
-        ("split-s0", full(0, split_factor=0.5, episode_end="game")),
+        ("split-s0", full(0, split_factor=0.5, episode_end="life")),
     ):
         d = make_run(tmp_path, name, ROWS_B)
         (d / "config.json").write_text(json.dumps(cfg))
@@ -441,7 +441,7 @@ def test_runs_of_one_preset_with_other_settings_are_their_own_group(tmp_path):
         "preset-s0": ("montezuma", "downscale-dynamic"),
         "preset-s1": ("montezuma", "downscale-dynamic"),
         "seen-only-s0": ("montezuma", "downscale-dynamic --since-new-weight 0"),
-        "split-s0": ("montezuma", "downscale-dynamic --split-factor 0.5 --episode-end game"),
+        "split-s0": ("montezuma", "downscale-dynamic --split-factor 0.5 --episode-end life"),
     }
     page = compare(runs, tmp_path / "out").html.read_text()
     assert "downscale-dynamic --since-new-weight 0" in page
