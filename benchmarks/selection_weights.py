@@ -1,7 +1,7 @@
 """Selection per batch at 100k cells: the reference weight against the
 montezuma-dk preset's weight (all its terms, map terms kept as cells arrive)
 and against every term on (the preset plus the chosen, since-new, steps,
-vertical-neighbour, keys-ahead and score-rank terms and the score filter), in
+vertical-neighbour, keys-ahead, score-rank and region terms and the score filter), in
 one run, alternating, so the machine's noise hits all alike.
 
     python benchmarks/selection_weights.py [--cells 100000] [--rounds 3] [--json PATH]
@@ -37,6 +37,7 @@ EVERY_TERM = {
     "keys_ahead_weight": 1.0,
     "score_weight": 1.0,
     "score_filter": 0.5,
+    "region_power": 1.0,
 }
 
 

@@ -37,6 +37,8 @@ archive of ``--ckpt-cells`` cells.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import platform
@@ -460,13 +462,18 @@ def selection_dk_bench(
     ``overrides``: config fields set on top of the preset (e.g. every term on).
     Cells score one of 40 levels; a new cell in every ``new_score_every``-th batch
     brings a new score (the score-rank term then recomputes every weight; 8 of the
-    first 123 batches of a montezuma-dk run did). ms per batch: median, mean and max."""
+    first 123 batches of a montezuma-dk run did). ``region_power`` in ``overrides``
+    turns the region term on (outside the preset: it needs dynamic cells), each cell's
+    region its (level, room); every new cell changes a region's size, so every batch
+    then recomputes every weight. ms per batch: median, mean and max."""
     from goexplore.archive import Archive
     from goexplore.cells import make_cells
     from goexplore.presets import apply_preset
     from goexplore.selection import SelectionParams
 
-    cfg = apply_preset("montezuma-dk", dict(overrides or {}))
+    overrides = dict(overrides or {})
+    region_power = float(overrides.pop("region_power", 0.0))
+    cfg = apply_preset("montezuma-dk", overrides)
     rep = make_cells(cfg)
     rng = np.random.default_rng(seed)
 
@@ -495,10 +502,13 @@ def selection_dk_bench(
         arrays,
         [b"\x01state"] * n_cells,
         where="synthetic",
-        params=SelectionParams.from_config(cfg),
+        params=dataclasses.replace(SelectionParams.from_config(cfg), region=region_power),
         rep=rep,
         level_fact=3,
     )
+    if region_power:
+        for i, k in enumerate(base[:, :2].tolist()):
+            a.set_region(i, bytes(k))
     load = time.perf_counter() - t
     gen = np.random.default_rng(seed + 2)
     a.sample(100, gen)
@@ -512,7 +522,9 @@ def selection_dk_bench(
             k = bytes(next(extra))
             fresh = j == 0 and b % new_score_every == new_score_every - 1
             score = 100.0 * (40 + b) if fresh else 100.0 * int(rng.integers(0, 40))
-            a.add(k, b"\x01state", score, 10, 0, 5, (k[1], 0, 0, k[0], 0))
+            i = a.add(k, b"\x01state", score, 10, 0, 5, (k[1], 0, 0, k[0], 0))
+            if region_power:
+                a.set_region(i, k[:2])
         add_times.append((time.perf_counter() - t) / new)
         t = time.perf_counter()
         a.sample(100, gen)

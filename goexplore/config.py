@@ -31,7 +31,20 @@ WEIGHTS = COUNT_WEIGHTS + (
     "keys_ahead_weight",
     "score_weight",
     "low_level_weight",
+    "region_power",
 )
+
+
+def parse_region_cells(text: object) -> tuple[int, int, int]:
+    """``"WxHxL"`` as (width, height, levels); ValueError saying what is allowed."""
+    parts = text.split("x") if isinstance(text, str) else []
+    try:
+        w, h, levels = (int(x) for x in parts)
+    except ValueError:
+        raise ValueError(f"must be WIDTHxHEIGHTxLEVELS, e.g. 4x4x8, got {text!r}") from None
+    if w < 1 or h < 1 or not 1 <= levels <= 255:
+        raise ValueError(f"width and height must be >= 1 and levels in 1..255, got {text!r}")
+    return w, h, levels
 
 
 @dataclass(frozen=True)
@@ -151,6 +164,16 @@ class Config:
         "selection: probability that a batch picks only among cells scoring at least as "
         "much as a random cell (the original code's ScoreBasedFilter: 0.5)",
     )
+    region_power: float = _f(
+        0.0,
+        "selection (downscale-dynamic): the weight times (cells in the cell's region)^-power; "
+        "a region: the cells whose frames share one coarse downscale (--region-cells); 0: off",
+    )
+    region_cells: str = _f(
+        "4x4x8",
+        "downscale-dynamic: the coarse downscale WIDTHxHEIGHTxLEVELS that groups cells into "
+        "regions for --region-power (levels as --cell-levels)",
+    )
     low_level_weight: float = _f(
         1.0, "selection: weight factor low_level_weight^(max level - level)"
     )
@@ -242,11 +265,25 @@ class Config:
                 p.append(
                     f"{name.replace('_', '-')}: must be true or false, got {getattr(self, name)!r}"
                 )
+        p += self._region_problems()
         if not isinstance(self.score_filter, (int, float)) or not 0.0 <= self.score_filter <= 1:
             p.append(f"score-filter: must be a probability in [0, 1], got {self.score_filter!r}")
         if not isinstance(self.preset, str) or not self.preset:
             p.append(f"preset: must be a non-empty name, got {self.preset!r}")
         return p
+
+    def _region_problems(self) -> list[str]:
+        try:
+            parse_region_cells(self.region_cells)
+        except ValueError as e:
+            return [f"region-cells: {e}"]
+        power = self.region_power
+        if isinstance(power, (int, float)) and power > 0 and self.cells != "downscale-dynamic":
+            return [
+                "region-power: needs --cells downscale-dynamic (regions group cells by their "
+                f"frames), got --cells {self.cells}"
+            ]
+        return []
 
     def _cell_problems(self) -> list[str]:
         from goexplore.cells import representation_class

@@ -36,6 +36,12 @@ of recent frames, and re-key the archive when it changes.
   paper; 0: no bound) keeps only that many of them, the highest-scoring, then the
   shortest, then the oldest (:func:`best_entries`): 65,210 of them held 66 MB by
   20M agent steps on Montezuma.
+* **Regions** (``region_power``, not in the paper; 0 turns it off): each cell
+  also belongs to the region of its frame under a fixed coarse downscale
+  (``region_cells``, 4x4 with 9 grey levels by default), whose size the
+  selection divides by (:mod:`goexplore.selection`). Regions are computed from
+  the kept frames, so they are rebuilt exactly after a re-keying or a resume
+  and are not checkpointed.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ import numpy as np
 from goexplore.archive import Archive
 from goexplore.cells import DONE_KEY
 from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
+from goexplore.config import parse_region_cells
 from goexplore.errors import CheckpointError
 
 #: archive arrays an entry keeps (Archive.ARRAYS less the key)
@@ -160,16 +167,22 @@ def archive_entries(archive: Archive, frames: list[bytes]) -> Entries:
 
 def new_keys(rep: DynamicDownscaleCells, entries: Entries, codec: FrameCodec) -> list[bytes]:
     """Each entry's key under ``rep`` (DONE_KEY for the DONE entry)."""
+    return frame_keys(rep, entries.frames, entries.arrays["is_done"], codec)
+
+
+def frame_keys(
+    rep: DynamicDownscaleCells, frames: list[bytes], done: np.ndarray, codec: FrameCodec
+) -> list[bytes]:
+    """The key under ``rep`` of each compressed frame (DONE_KEY where ``done``)."""
     out: list[bytes] = []
-    done = entries.arrays["is_done"]
-    for s in range(0, len(entries), _CHUNK):
-        idx = [i for i in range(s, min(s + _CHUNK, len(entries))) if not done[i]]
+    for s in range(0, len(frames), _CHUNK):
+        idx = [i for i in range(s, min(s + _CHUNK, len(frames))) if not done[i]]
         keys = {}
         if idx:
-            stack = np.stack([codec.decompress(entries.frames[i]) for i in idx])
+            stack = np.stack([codec.decompress(frames[i]) for i in idx])
             rows = rep.keys(stack)
             keys = {i: rows[j].tobytes() for j, i in enumerate(idx)}
-        out += [keys.get(i, DONE_KEY) for i in range(s, min(s + _CHUNK, len(entries)))]
+        out += [keys.get(i, DONE_KEY) for i in range(s, min(s + _CHUNK, len(frames)))]
     return out
 
 
@@ -211,12 +224,34 @@ class DynamicState:
     last: int = 0  # agent steps at the last choice
     history: list[dict] = field(default_factory=list)
     codec: FrameCodec = field(default_factory=FrameCodec)
+    regions: DynamicDownscaleCells | None = None  # the coarse downscale (region term on)
 
     @classmethod
     def start(cls, cfg, n_facts: int) -> DynamicState:
         d = cls(n_facts)
         d.shadow = Entries.empty(n_facts)
+        d.use_regions(cfg)
         return d
+
+    def use_regions(self, cfg) -> None:
+        """Group cells into regions when the config's region term is on."""
+        on = bool(cfg.region_power)
+        self.regions = DynamicDownscaleCells(parse_region_cells(cfg.region_cells)) if on else None
+
+    def set_region(self, archive: Archive, i: int, blob: bytes) -> None:
+        """Cell ``i`` of ``archive`` now holds the frame ``blob`` (DONE: none): its
+        region follows."""
+        if self.regions is not None and blob:
+            archive.set_region(i, self.regions.key(self.codec.decompress(blob)))
+
+    def assign_regions(self, archive: Archive) -> None:
+        """Every cell's region from its frame (after a re-keying or a resume)."""
+        if self.regions is None:
+            return
+        keys = frame_keys(self.regions, self.frames, archive.is_done[: archive.n], self.codec)
+        for i, k in enumerate(keys):
+            if k != DONE_KEY:
+                archive.set_region(i, k)
 
     def interval(self, cfg) -> int:
         """Agent steps from the last choice to the next: dynamic_first, doubling
@@ -319,6 +354,7 @@ class DynamicState:
         if max_shadow:
             lose = lose[best_entries(entries.take(lose), max_shadow)]
         self.rep, self.frames, self.shadow = rep, kept.frames, entries.take(lose)
+        self.assign_regions(new)
         return new
 
     def recompress_states(self, old, new) -> None:

@@ -126,7 +126,9 @@ class Phase1:
             facts,
         )
         if self.dynamic is not None:
-            self.dynamic.set_frame(0, self.dynamic.codec.compress(frame))
+            blob = self.dynamic.codec.compress(frame)
+            self.dynamic.set_frame(0, blob)
+            self.dynamic.set_region(self.archive, 0, blob)
         env.close()
 
     # --- the loop -------------------------------------------------------------------
@@ -185,7 +187,7 @@ class Phase1:
                     on_set = None
                     if dyn is not None:
                         dyn.observe(res.sample_frames, cfg.dynamic_sample)
-                        on_set = _frame_setter(dyn, res.cand_frames)
+                        on_set = _frame_setter(dyn, res.cand_frames, archive)
                     archive.apply(cap.ids[i], cap.score[i], cap.length[i], last, res, first, on_set)
                     self.frames += res.n
                 self.batch += 1
@@ -428,6 +430,9 @@ class Phase1:
             a.done_scores.extend(float(x) for x in meta["done_scores"])
             a.n_done_episodes = int(meta.get("n_done_episodes", len(meta["done_scores"])))
             a.rooms = {int(x) for x in meta["rooms"]}
+            if self.dynamic is not None:
+                self.dynamic.use_regions(self.cfg)
+                self.dynamic.assign_regions(a)
             self.frames, self.batch = int(meta["frames"]), int(meta["batch"])
             self.checkpoints_written = int(meta.get("checkpoints_written", 0))
             self.replayed_steps = int(meta.get("replayed_steps", 0))
@@ -577,7 +582,15 @@ def load_run(path: Path) -> Phase1:
     return p
 
 
-def _frame_setter(dyn, frames):
-    """``Archive.apply``'s ``on_set`` for dynamic cells: keep the entry's frame."""
+def _frame_setter(dyn, frames, archive):
+    """``Archive.apply``'s ``on_set`` for dynamic cells: keep the entry's frame (and,
+    with the region term on, set its region)."""
     set_frame = dyn.set_frame
-    return lambda i, c: set_frame(i, frames[c])
+    if dyn.regions is None:
+        return lambda i, c: set_frame(i, frames[c])
+
+    def on_set(i: int, c: int) -> None:
+        set_frame(i, frames[c])
+        dyn.set_region(archive, i, frames[c])
+
+    return on_set

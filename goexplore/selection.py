@@ -9,7 +9,7 @@ missing left/right and up/down neighbours and whether it holds the most items
     W = ( sum_k w_k / (c_k + 1) ** p_k                  k in seen, chosen, since_new, steps
           + horiz * missing_lr + vert * missing_ud + keys * holds_most
           + keys_ahead * ahead + score / sqrt(score_rank) )
-        * low_level_weight ** (max_level - level)
+        * low_level_weight ** (max_level - level) * region_cells ** -region
 
 (Ecoffet et al. 2019, section 2.1 and appendix A.5; the original code's
 ``WeightedSelector``). Terms whose weight is 0 are left out, and a power of
@@ -61,6 +61,7 @@ class SelectionParams:
     score: float = 0.0  # weight of 1 / sqrt(score rank)
     score_filter: float = 0.0  # probability that a batch picks only cells >= a random one
     seen_start: bool = False  # seen also counts the cell an episode starts from
+    region: float = 0.0  # power of 1 / (cells in the cell's region)
 
     @classmethod
     def from_config(cls, cfg) -> SelectionParams:
@@ -78,6 +79,7 @@ class SelectionParams:
             cfg.score_weight,
             cfg.score_filter,
             cfg.seen_start,
+            cfg.region_power,
         )
 
     @property
@@ -146,6 +148,16 @@ def cell_weights(
         w = w * _level_factor(p, level, max_level)
     w[is_done] = 0.0
     return w
+
+
+def region_factors(p: SelectionParams, region_cells: np.ndarray) -> np.ndarray:
+    """``region_cells ** -region`` per cell (a count of 0, no region yet, counts as 1)."""
+    c = np.maximum(region_cells, 1).astype(np.float64)
+    if p.region == 1.0:
+        return 1.0 / c
+    if p.region == 0.5:
+        return 1.0 / np.sqrt(c)
+    return c**-p.region
 
 
 def score_weights(p: SelectionParams, *, score_rank, level, max_level: int, is_done) -> np.ndarray:

@@ -525,3 +525,46 @@ def test_a_short_column_is_refused_not_shifted():
     )  # no cand_frames
     with pytest.raises(ValueError, match="cand_frames"):
         encode_results([raw], 2)
+
+
+@pytest.mark.parametrize("score", [0.0, 1.0])
+def test_region_weights_stay_equal_to_a_count_from_scratch(score):
+    """Cells move between regions, new ones arrive and counters change, batch after
+    batch: the kept weights and running sum equal the weight without the region term
+    divided by each region's size counted here, with and without the score term."""
+    a0 = synthetic_archive(300, key_size=8, seed=3)
+    arrays = a0.to_arrays()
+    states = [a0.state(i) for i in range(a0.n)]
+    params = SelectionParams(steps=(1.0, 0.5), score=score, region=1.0)
+    plain = SelectionParams(steps=(1.0, 0.5), score=score)  # (picks change neither)
+    a = Archive.from_arrays(8, 5, arrays, states, params=params)
+    ref = Archive.from_arrays(8, 5, arrays, states, params=plain)
+    rng = np.random.default_rng(0)
+    region = {i: int(rng.integers(6)) for i in range(a.n) if not a.is_done[i]}
+    for i, r in region.items():
+        a.set_region(i, bytes([r]))
+    gen = np.random.default_rng(1)
+    for step in range(12):
+        for i in rng.choice(sorted(region), 10, replace=False).tolist():  # moves
+            region[i] = int(rng.integers(6 + step))
+            a.set_region(i, bytes([region[i]]))
+        ids = rng.integers(0, a.n, 40)
+        ids = ids[~a.is_done[ids]]
+        a.add_visits(ids)
+        ref.add_visits(ids)
+        key = rng.integers(9, 256, 8, dtype=np.uint8).tobytes()  # (synthetic keys: 0..8)
+        s = float(rng.integers(3))
+        for b in (a, ref):
+            j = b.add(key, b"\x01s", s, 5, 0, 5, [0] * 5)
+        region[j] = int(rng.integers(6 + step))
+        a.set_region(j, bytes([region[j]]))
+        a.sample(20, gen)
+        ref.sample(20, np.random.default_rng(1))
+        size = np.bincount(list(region.values()))
+        n = a.n
+        want = ref.weights_of(np.arange(n)) / np.array(
+            [size[region[i]] if i in region else 1 for i in range(n)]
+        )
+        np.testing.assert_array_equal(a.weight[:n], a.weights_of(np.arange(n)))
+        np.testing.assert_allclose(a.weight[:n], want, rtol=1e-12)
+        np.testing.assert_array_equal(a.cumulative_weights(), np.cumsum(a.weight[:n]))

@@ -1,26 +1,32 @@
 """Dynamic downscaling (goexplore.dynamic, goexplore.cells.dynamic): the
 choice's score against an independent computation, the re-keying against
 keys computed from scratch with cv2, the merge rule, the same archive for 1,
-2 and 3 workers and across kill -9 plus resume, and checkpoints."""
+2 and 3 workers and across kill -9 plus resume, and checkpoints; the region
+term against region sizes counted from the frames."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import run_ours
+from conftest import archive_table, run_ours
 from runutil import assert_same_run, cli, load_meta, run_args
 from test_crash import _assert_intact, _finish, _kill_run
 from test_dk import _flags, _same_archive, _weights_are_current
+from test_resume import _run
 
 from goexplore.cells import DONE_KEY
+from goexplore.config import Config, parse_region_cells
 from goexplore.cells.downscale import reference_key
 from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
 from goexplore.demos import verify_archive
 from goexplore.dynamic import Entries, choose, distinct_counts, rekey, split_score
-from goexplore.errors import CheckpointError
+from goexplore.errors import CheckpointError, ConfigError
 from goexplore.phase1 import load_run
+from goexplore.selection import cell_weights
 from goexplore.store import RunDir
 
 # small cadences for the toy world (24x33 frames): several choices in a short run
@@ -326,3 +332,85 @@ def test_max_shadow_bounds_the_merged_away_entries():
         "toy", capped.cells, capped.archive, capped.explog, end_on_life=False
     )
     assert failures == [] and played > 0
+
+
+# the region term: a coarse 2x2 downscale of the toy's 24x33 frames groups its cells
+TOY_REGION = dict(TOY_DYN, region_power=1.0, region_cells="2x2x4")
+
+
+def _check_regions_against_frames(p):
+    """Each cell's region size is the number of live cells whose frames share its
+    coarse key (computed here from scratch with the reference downscale), and
+    each weight is the weight without the term divided by that size."""
+    a, d = p.archive, p.dynamic
+    whl = parse_region_cells(p.cfg.region_cells)
+    live = [i for i in range(a.n) if not a.is_done[i]]
+    key = {i: reference_key(d.codec.decompress(d.frames[i]), *whl) for i in live}
+    count = Counter(key.values())
+    sizes = a.region_sizes()
+    assert [int(sizes[i]) for i in live] == [count[key[i]] for i in live]
+    ids = np.arange(a.n)
+    without = dataclasses.replace(a.params, region=0.0)
+    base = cell_weights(
+        without,
+        seen=a.seen[ids],
+        chosen=a.chosen[ids],
+        since_new=a.chosen_since_new[ids],
+        steps=a.steps[ids],
+        missing_lr=a.missing_lr[ids],
+        missing_ud=a.missing_ud[ids],
+        holds_most=a.holds_most[ids],
+        level=a.level[ids],
+        max_level=a.max_level,
+        is_done=a.is_done[ids],
+        ahead=a.ahead[ids],
+    )
+    want = base / np.maximum(sizes, 1) ** p.cfg.region_power
+    np.testing.assert_allclose(a.weights_of(ids), want, rtol=1e-12)
+    return count
+
+
+@pytest.mark.parametrize("power", [1.0, 0.5])
+def test_region_term_divides_by_the_cells_of_each_region_for_1_and_2_workers(power):
+    flags = dict(TOY_REGION, region_power=power)
+    runs = [run_ours("toy", 2, 30_000, w, **flags) for w in (1, 2)]
+    p = runs[0]
+    assert sum(e["changed"] for e in p.dynamic.history) >= 2  # regions rebuilt after re-keying
+    count = _check_regions_against_frames(p)
+    assert len(count) >= 3 and len(set(count.values())) >= 2, count  # sizes differ
+    _same_archive(p, runs[1])
+    _check_regions_against_frames(runs[1])
+    for q in runs:
+        _weights_are_current(q)
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+
+
+def test_region_term_changes_the_search_and_survives_a_resume(tmp_path):
+    plain = run_ours("toy", 2, 30_000, 1, **TOY_DYN)
+    cfg = Config(env="toy", seed=2, total_frames=30_000, n_workers=1, **TOY_REGION)
+    full = _run(cfg, tmp_path / "full")
+    assert archive_table(full)["cells"] != archive_table(plain)["cells"]
+    _run(cfg, tmp_path / "same", stop_after=6)
+    q = load_run(tmp_path / "same")
+    _check_regions_against_frames(q)  # rebuilt from the checkpoint's frames
+    same = _run(cfg, tmp_path / "same", resume="auto")
+    _same_archive(full, same)
+    assert same.dynamic.history == full.dynamic.history
+    assert same.dynamic.frames == full.dynamic.frames
+    np.testing.assert_array_equal(same.archive.region_sizes(), full.archive.region_sizes())
+    _weights_are_current(same)
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (dict(region_power=1.0), "region-power: needs --cells downscale-dynamic"),
+        (dict(cells="downscale-dynamic", region_cells="4x4"), "region-cells: must be WIDTHx"),
+        (dict(cells="downscale-dynamic", region_cells="0x4x8"), "width and height must be"),
+        (dict(cells="downscale-dynamic", region_power=-1.0), "region-power: must be a finite"),
+    ],
+)
+def test_region_flags_are_checked(flags, message):
+    with pytest.raises(ConfigError, match=message):
+        Config(env="toy", **flags).validate()

@@ -46,7 +46,9 @@ _FIELDS = {
     "ahead": np.bool_,
     "score_level": np.int32,  # the score-rank term: which distinct score the cell holds
     "weight0": np.float64,  # the weight less the score-rank term (kept with that term on)
+    "weight1": np.float64,  # the weight less the region term (kept with that term on)
     "level": np.int16,
+    "region": np.int32,  # the region term: 1 + the cell's region id (0: none yet)
     "weight": np.float64,
     "csum": np.float64,  # selection caches
     "state_off": np.int64,
@@ -112,6 +114,11 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         self._score_count: list[int] = []
         self._score_value: list[float] = []  # id -> score
         self._rank_of: np.ndarray | None = None
+        # the region term: region key -> 1 + id; live cells per 1 + id (slot 0: unused)
+        self._region_id: dict[bytes, int] = {}
+        self._region_count = np.zeros(8, np.int64)
+        self._region_dirty: set[int] = set()  # regions whose size changed since the weights
+        self._region_factor = np.ones(8)  # cells ** -power per 1 + id (slot 0: 1)
 
     def _alloc(self, cap: int) -> None:
         n = self.n

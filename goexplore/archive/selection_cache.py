@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from goexplore.selection import cell_weights, score_weights
+from goexplore.selection import cell_weights, region_factors, score_weights
 
 
 class Capture:
@@ -79,21 +79,43 @@ class SelectionCache:
         elif self._touched or self._touched_ids:
             self._touched.append(np.array(self._touched_ids, np.int64))
             ids = np.unique(np.concatenate(self._touched))
-        if not self.params.score:
+        p = self.params
+        if not (p.score or p.region):
             if ids is not None:
                 self.weight[ids] = self._base_weights(ids)
-        else:  # the score term apart: when the ranks change, only it is recomputed
+        else:  # the score and region terms apart: they change every cell's weight (the
+            # score ranks) or a whole region's (its size), but only through themselves
             if ids is not None:
                 self.weight0[ids] = self._base_weights(ids)
-            if self._rank_of is None:
+            if p.score and self._rank_of is None:
                 ids = slice(0, self.n)
-            if ids is not None:
-                self.weight[ids] = self.weight0[ids] + self._score_weights(ids)
+            if not p.region:
+                if ids is not None:
+                    self.weight[ids] = self.weight0[ids] + self._score_weights(ids)
+            else:
+                if ids is not None:
+                    w0 = self.weight0[ids]
+                    self.weight1[ids] = w0 + self._score_weights(ids) if p.score else w0
+                if self._region_dirty:  # one gather for every cell: cheaper than finding
+                    self._update_region_factors()  # the cells of the changed regions
+                    ids = slice(0, self.n)
+                if ids is not None:
+                    self.weight[ids] = self.weight1[ids] * self._region_factor[self.region[ids]]
         if ids is not None:
             self._touched.clear()
             self._touched_ids.clear()
             first = 0 if isinstance(ids, slice) else int(ids[0])
             self._csum_from = min(self._csum_from, first)
+
+    def _update_region_factors(self) -> None:
+        """``cells ** -region`` of each region whose size changed."""
+        dirty = np.fromiter(self._region_dirty, np.int64, len(self._region_dirty))
+        self._region_dirty.clear()
+        if len(self._region_factor) < len(self._region_count):
+            grown = np.ones(len(self._region_count))
+            grown[: len(self._region_factor)] = self._region_factor
+            self._region_factor = grown
+        self._region_factor[dirty] = region_factors(self.params, self._region_count[dirty])
 
     def _count_score(self, i: int, new: bool, score: float) -> None:
         """Live cell ``i`` (``new``: just added) now holds ``score``. When the set of
@@ -137,8 +159,40 @@ class SelectionCache:
 
     def weights_of(self, ids: np.ndarray) -> np.ndarray:
         """The selection weights of cells ``ids`` from their current counters."""
-        w = self._base_weights(ids)
-        return w + self._score_weights(ids) if self.params.score else w
+        return self._full_weights(ids, self._base_weights(ids))
+
+    def _full_weights(self, ids, base: np.ndarray) -> np.ndarray:
+        """``base`` (the cells' :func:`cell_weights`) with the score and region terms."""
+        w = base + self._score_weights(ids) if self.params.score else base
+        if self.params.region:
+            if self._region_dirty:
+                self._update_region_factors()
+                self._touch_all = True
+            w = w * self._region_factor[self.region[ids]]
+        return w
+
+    def set_region(self, i: int, key: bytes) -> None:
+        """Cell ``i``'s region is the one named ``key`` (any bytes; the region term)."""
+        rid = self._region_id.get(key)
+        if rid is None:
+            rid = self._region_id[key] = len(self._region_id) + 1
+            if rid == len(self._region_count):
+                self._region_count = np.concatenate(
+                    [self._region_count, np.zeros(len(self._region_count), np.int64)]
+                )  # (the factors grow at the next update)
+        old = int(self.region[i])
+        if old == rid:
+            return
+        if old:
+            self._region_count[old] -= 1
+            self._region_dirty.add(old)
+        self._region_count[rid] += 1
+        self._region_dirty.add(rid)
+        self.region[i] = rid
+
+    def region_sizes(self) -> np.ndarray:
+        """Cells per region, for each cell (0: no region assigned)."""
+        return self._region_count[self.region[: self.n]]
 
     def _score_weights(self, ids: np.ndarray) -> np.ndarray:
         return score_weights(
