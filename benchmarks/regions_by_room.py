@@ -1,0 +1,80 @@
+"""How well a coarse downscale's regions follow Montezuma's rooms, and where the picks
+of a run's latest checkpoint would go with the region term: for each ``--shape``, the
+number of regions, the share of the cells whose room is their region's most common
+room, and rooms 1-4's share of the expected picks (and the best-score cells') with the
+archive's own weights divided by the region sizes to ``--power``.
+
+    python benchmarks/regions_by_room.py RUN_DIR [--shape 4x4x8 ...] [--power 1 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from goexplore.cells.dynamic import DynamicDownscaleCells
+from goexplore.config import parse_region_cells
+from goexplore.dynamic import frame_keys
+from goexplore.phase1 import load_run
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--shape", action="append", default=None, help="WxHxL (repeatable)")
+    ap.add_argument("--power", action="append", type=float, default=None)
+    args = ap.parse_args(argv)
+    shapes = args.shape or ["3x3x8", "4x4x8", "8x8x8"]
+    powers = args.power or [0.5, 1.0]
+    p = load_run(args.run_dir)
+    a, d = p.archive, p.dynamic
+    if d is None:
+        raise SystemExit(f"{args.run_dir}: not a downscale-dynamic run")
+    n = a.n
+    live = np.flatnonzero(~a.is_done[:n])
+    room = a.facts[:n, p.fact_names.index(p.room_fact)][live]
+    a.params = dataclasses.replace(a.params, region=0.0)  # the weights without the term
+    w = a.weights_of(np.arange(n))[live]
+    first = np.isin(room, [1, 2, 3, 4])
+    top = a.score[live] == a.max_archive_score
+    print(
+        f"{args.run_dir.name} at {p.frames:,} steps: {len(live):,} cells, "
+        f"{len(set(room.tolist()))} rooms; without regions rooms 1-4 take "
+        f"{w[first].sum() / w.sum():.1%} of the picks, "
+        f"the best-score cells {w[top].sum() / w.sum():.1%}"
+    )
+    frames = [d.frames[i] for i in live.tolist()]
+    for shape in shapes:
+        keys = frame_keys(
+            DynamicDownscaleCells(parse_region_cells(shape)),
+            frames,
+            np.zeros(len(live), bool),
+            d.codec,
+        )
+        ids: dict[bytes, int] = {}
+        g = np.array([ids.setdefault(k, len(ids)) for k in keys])
+        size = np.bincount(g)
+        common = sum(Counter(room[g == j].tolist()).most_common(1)[0][1] for j in range(len(size)))
+        line = [
+            f"  {shape}: {len(size)} regions, "
+            f"{common / len(live):.1%} of cells in their region's room"
+        ]
+        for pw in powers:
+            ww = w * size[g] ** -pw
+            line.append(
+                f"power {pw:g}: rooms 1-4 {ww[first].sum() / ww.sum():.1%}, "
+                f"best-score cells {ww[top].sum() / ww.sum():.1%}"
+            )
+        print("; ".join(line))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
