@@ -38,7 +38,6 @@ archive of ``--ckpt-cells`` cells.
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import os
 import platform

@@ -111,10 +111,6 @@ class SelectionCache:
         """``cells ** -region`` of each region whose size changed."""
         dirty = np.fromiter(self._region_dirty, np.int64, len(self._region_dirty))
         self._region_dirty.clear()
-        if len(self._region_factor) < len(self._region_count):
-            grown = np.ones(len(self._region_count))
-            grown[: len(self._region_factor)] = self._region_factor
-            self._region_factor = grown
         self._region_factor[dirty] = region_factors(self.params, self._region_count[dirty])
 
     def _count_score(self, i: int, new: bool, score: float) -> None:
@@ -159,16 +155,11 @@ class SelectionCache:
 
     def weights_of(self, ids: np.ndarray) -> np.ndarray:
         """The selection weights of cells ``ids`` from their current counters."""
-        return self._full_weights(ids, self._base_weights(ids))
-
-    def _full_weights(self, ids, base: np.ndarray) -> np.ndarray:
-        """``base`` (the cells' :func:`cell_weights`) with the score and region terms."""
-        w = base + self._score_weights(ids) if self.params.score else base
+        w = self._base_weights(ids)
+        if self.params.score:
+            w = w + self._score_weights(ids)
         if self.params.region:
-            if self._region_dirty:
-                self._update_region_factors()
-                self._touch_all = True
-            w = w * self._region_factor[self.region[ids]]
+            w = w * region_factors(self.params, self._region_count[self.region[ids]])
         return w
 
     def set_region(self, i: int, key: bytes) -> None:
@@ -176,10 +167,13 @@ class SelectionCache:
         rid = self._region_id.get(key)
         if rid is None:
             rid = self._region_id[key] = len(self._region_id) + 1
-            if rid == len(self._region_count):
+            if rid == len(self._region_count):  # both tables double
                 self._region_count = np.concatenate(
                     [self._region_count, np.zeros(len(self._region_count), np.int64)]
-                )  # (the factors grow at the next update)
+                )
+                self._region_factor = np.concatenate(
+                    [self._region_factor, np.ones(len(self._region_factor))]
+                )
         old = int(self.region[i])
         if old == rid:
             return
