@@ -118,6 +118,12 @@ class Config:
         "downscale-dynamic: keep the current downscale unless the search's best scores "
         "more than (1 + this) times it on the same sample (paper: 0, always take the best)",
     )
+    dynamic_target_floor: float = _f(
+        0.0,
+        "downscale-dynamic: a choice targets at least this fraction of the cells the current "
+        "downscale gives the sample, so the target grows with the archive "
+        "(0: off, the paper's split-factor target alone; 1: never coarser on the sample)",
+    )
     dynamic_max_shadow: int = _f(
         0,
         "downscale-dynamic: merged-away entries kept for later re-keyings, the highest "
@@ -230,6 +236,9 @@ class Config:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 < v <= 1.0:
                 p.append(f"{name.replace('_', '-')}: must be in (0, 1], got {v!r}")
+        v = self.dynamic_target_floor
+        if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            p.append(f"dynamic-target-floor: must be in [0, 1] (0: off), got {v!r}")
         if not isinstance(self.dynamic_max_shadow, int) or self.dynamic_max_shadow < 0:
             p.append(
                 f"dynamic-max-shadow: must be an integer >= 0 (0: no bound), "

@@ -13,6 +13,13 @@ of recent frames, and re-key the archive when it changes.
   distinct cells and ``T = split_factor * frames sampled`` (:func:`split_score`).
   It draws from the master generator, at a batch boundary: the same seed gives
   the same choices whatever the workers.
+* **A target that grows** (``dynamic_target_floor`` F, not in the paper; 0 turns
+  it off): ``T`` is at least F times the number of cells the current downscale
+  gives the same sample. The sample covers more screens as the archive spreads,
+  so the target grows with it, and a choice can cut the sample's cells to at
+  most a fraction F of the current ones (F = 1: never coarser on the sample).
+  Without it, ``T`` stays near 0.125 x the frames of one interval, and most
+  re-keyings late in a run merge the archive back to a third of its cells.
 * **Keeping** (``dynamic_keep``, not in the paper; 0 turns it off): the current
   downscale is scored on the same sample, and stays unless the search's best
   scores more than ``1 + dynamic_keep`` times as much. Each choice then re-keys
@@ -287,6 +294,15 @@ class DynamicState:
         common = max(set(shapes), key=shapes.count)
         return np.stack([self.codec.decompress(b) for b, s in zip(blobs, shapes) if s == common])
 
+    @staticmethod
+    def split_factor(cfg, n_frames: int, current: np.ndarray | None) -> float:
+        """The choice's split factor: the config's, raised so that the target
+        ``factor * n_frames`` is at least ``dynamic_target_floor`` times the cells the
+        current downscale gives the sample (``current``: their counts; None: none yet)."""
+        if cfg.dynamic_target_floor <= 0 or current is None:
+            return cfg.split_factor
+        return max(cfg.split_factor, cfg.dynamic_target_floor * len(current) / n_frames)
+
     def recompute(
         self, cfg, archive: Archive, rng: np.random.Generator, frames: int, **archive_args
     ):
@@ -297,13 +313,16 @@ class DynamicState:
         self.sample = {}
         if stack is None or len(stack) < 2:
             return archive
-        choice = choose(stack, rng, cfg.dynamic_iterations, cfg.split_factor)
+        current = None  # the sample's cells under the current downscale
+        if self.rep.params is not None and (cfg.dynamic_keep > 0 or cfg.dynamic_target_floor > 0):
+            current = distinct_counts(self.rep.keys(stack))
+        factor = self.split_factor(cfg, len(stack), current)
+        choice = choose(stack, rng, cfg.dynamic_iterations, factor)
         best = choice
-        if cfg.dynamic_keep > 0 and self.rep.params is not None:
-            counts = distinct_counts(self.rep.keys(stack))
-            score = split_score(counts, len(stack), cfg.split_factor)
+        if cfg.dynamic_keep > 0 and current is not None:
+            score = split_score(current, len(stack), factor)
             if choice.score <= score * (1 + cfg.dynamic_keep):
-                choice = Choice(self.rep.params, score, len(counts), len(stack), 0)
+                choice = Choice(self.rep.params, score, len(current), len(stack), 0)
         del stack
         event = {
             "frames": frames,
@@ -311,6 +330,7 @@ class DynamicState:
             "height": choice.params[1],
             "levels": choice.params[2],
             "score": round(choice.score, 6),
+            "target": round(factor * choice.frames, 3),
             "sample_frames": choice.frames,
             "sample_cells": choice.distinct,
             "cells_before": archive.n,

@@ -261,8 +261,8 @@ class Phase1:
                 notify(
                     f"cells: {what} {ev['width']}x{ev['height']}x{ev['levels'] + 1} "
                     f"({ev['sample_cells']:,} cells in {ev['sample_frames']:,} sampled frames"
-                    f"{beat}; archive {ev['cells_before']:,} -> {ev['cells_after']:,} cells, "
-                    f"{seconds:.1f} s)"
+                    f", target {ev['target']:,.0f}{beat}; archive {ev['cells_before']:,} -> "
+                    f"{ev['cells_after']:,} cells, {seconds:.1f} s)"
                 )
         return self.archive
 

@@ -298,6 +298,39 @@ def test_keep_margin_keeps_the_current_downscale_unless_clearly_beaten(margin):
         assert not take  # a margin this large always keeps
 
 
+@pytest.mark.parametrize("floor", [0.0, 0.5, 1.0])
+def test_target_floor_raises_the_target_to_a_fraction_of_the_current_cells(floor):
+    """--dynamic-target-floor: the choice aims at max(split_factor x frames, floor x the
+    cells the current downscale gives the sample), those counted here with cv2's keys;
+    the first choice (no downscale yet) aims at the paper's target."""
+    from types import SimpleNamespace
+
+    from goexplore.dynamic import DynamicState
+
+    cfg = Config(cells="downscale-dynamic", dynamic_iterations=30, dynamic_target_floor=floor)
+    rng = np.random.default_rng(11)
+    base = rng.integers(0, 256, (8, 40, 30), dtype=np.uint8)
+    frames = base[rng.integers(0, 8, 120)] + rng.integers(0, 4, (120, 40, 30), dtype=np.uint8)
+    current = (25, 30, 200)  # fine: nearly every frame its own cell
+    d = DynamicState.start(cfg, 0)
+    d.apply = lambda whl, archive, **kw: archive
+    for rep in (None, current):
+        d.rep = DynamicDownscaleCells(rep)
+        d.observe([d.codec.compress(f) for f in frames], cap=1000)
+        stack = d.sample_stack()
+        d.recompute(cfg, SimpleNamespace(n=5), np.random.default_rng(3), 100)
+        ev = d.history[-1]
+        n = len(stack)
+        cells_now = len(set(_rows(stack, current))) if rep else 0
+        target = max(cfg.split_factor * n, floor * cells_now)
+        assert ev["target"] == pytest.approx(target, abs=1e-3)
+        want = choose(stack, np.random.default_rng(3), 30, target / n)
+        assert (ev["width"], ev["height"], ev["levels"]) == want.params
+        assert ev["sample_cells"] == want.distinct
+    if floor == 1.0:  # never coarser on the sample than a fine current downscale, nearly
+        assert cells_now > 4 * cfg.split_factor * n and ev["sample_cells"] > cells_now / 2
+
+
 def test_best_entries_keeps_the_accept_rules_best_in_entry_order():
     from goexplore.dynamic import best_entries
 
@@ -409,6 +442,7 @@ def test_region_term_changes_the_search_and_survives_a_resume(tmp_path):
         (dict(cells="downscale-dynamic", region_cells="4x4"), "region-cells: must be WIDTHx"),
         (dict(cells="downscale-dynamic", region_cells="0x4x8"), "width and height must be"),
         (dict(cells="downscale-dynamic", region_power=-1.0), "region-power: must be a finite"),
+        (dict(dynamic_target_floor=1.5), r"dynamic-target-floor: must be in \[0, 1\]"),
     ],
 )
 def test_region_flags_are_checked(flags, message):
