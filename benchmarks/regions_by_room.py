@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from goexplore.cells.dynamic import DynamicDownscaleCells
-from goexplore.config import parse_region_cells
+from goexplore.config import parse_downscale
 from goexplore.dynamic import frame_keys
 from goexplore.phase1 import load_run
 
@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     frames = [d.frames[i] for i in live.tolist()]
     for shape in shapes:
         keys = frame_keys(
-            DynamicDownscaleCells(parse_region_cells(shape)),
+            DynamicDownscaleCells(parse_downscale(shape)),
             frames,
             np.zeros(len(live), bool),
             d.codec,

@@ -35,7 +35,7 @@ WEIGHTS = COUNT_WEIGHTS + (
 )
 
 
-def parse_region_cells(text: object) -> tuple[int, int, int]:
+def parse_downscale(text: object) -> tuple[int, int, int]:
     """``"WxHxL"`` as (width, height, levels); ValueError saying what is allowed."""
     parts = text.split("x") if isinstance(text, str) else []
     try:
@@ -117,6 +117,12 @@ class Config:
         0.0,
         "downscale-dynamic: keep the current downscale unless the search's best scores "
         "more than (1 + this) times it on the same sample (paper: 0, always take the best)",
+    )
+    dynamic_start: str = _f(
+        "",
+        "downscale-dynamic: the downscale WIDTHxHEIGHTxLEVELS used before the first choice "
+        "('': one cell, as the paper; e.g. 11x8x8, the reference's); pair it with a later "
+        "--dynamic-first",
     )
     dynamic_target_floor: float = _f(
         0.0,
@@ -283,7 +289,7 @@ class Config:
 
     def _region_problems(self) -> list[str]:
         try:
-            parse_region_cells(self.region_cells)
+            parse_downscale(self.region_cells)
         except ValueError as e:
             return [f"region-cells: {e}"]
         power = self.region_power
@@ -292,6 +298,13 @@ class Config:
                 "region-power: needs --cells downscale-dynamic (regions group cells by their "
                 f"frames), got --cells {self.cells}"
             ]
+        if self.dynamic_start:
+            try:
+                parse_downscale(self.dynamic_start)
+            except ValueError as e:
+                return [f"dynamic-start: {e}"]
+            if self.cells != "downscale-dynamic":
+                return [f"dynamic-start: needs --cells downscale-dynamic, got --cells {self.cells}"]
         return []
 
     def _cell_problems(self) -> list[str]:

@@ -62,7 +62,7 @@ import numpy as np
 from goexplore.archive import Archive
 from goexplore.cells import DONE_KEY
 from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
-from goexplore.config import parse_region_cells
+from goexplore.config import parse_downscale
 from goexplore.errors import CheckpointError
 
 #: archive arrays an entry keeps (Archive.ARRAYS less the key)
@@ -235,7 +235,7 @@ class DynamicState:
 
     @classmethod
     def start(cls, cfg, n_facts: int) -> DynamicState:
-        d = cls(n_facts)
+        d = cls(n_facts, DynamicDownscaleCells.from_config(cfg))
         d.shadow = Entries.empty(n_facts)
         d.use_regions(cfg)
         return d
@@ -243,7 +243,7 @@ class DynamicState:
     def use_regions(self, cfg) -> None:
         """Group cells into regions when the config's region term is on."""
         on = bool(cfg.region_power)
-        self.regions = DynamicDownscaleCells(parse_region_cells(cfg.region_cells)) if on else None
+        self.regions = DynamicDownscaleCells(parse_downscale(cfg.region_cells)) if on else None
 
     def set_region(self, archive: Archive, i: int, blob: bytes) -> None:
         """Cell ``i`` of ``archive`` now holds the frame ``blob`` (DONE: none): its

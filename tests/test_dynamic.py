@@ -19,7 +19,7 @@ from test_dk import _flags, _same_archive, _weights_are_current
 from test_resume import _run
 
 from goexplore.cells import DONE_KEY
-from goexplore.config import Config, parse_region_cells
+from goexplore.config import Config, parse_downscale
 from goexplore.cells.downscale import reference_key
 from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
 from goexplore.demos import verify_archive
@@ -135,6 +135,23 @@ def test_montezuma_dynamic_keys_match_cv2_and_replay():
     _check_keys_against_frames(p)
     played, failures = verify_archive("montezuma", p.cells, p.archive, p.explog, end_on_life=False)
     assert failures == [] and played > 0
+
+
+def test_dynamic_start_keys_cells_with_the_given_downscale_until_the_first_choice():
+    """--dynamic-start: before the first choice the archive is keyed by that downscale
+    (checked with cv2 on every stored frame), the same for 1 and 2 workers, and replays;
+    after the first choice the run goes on as usual."""
+    flags = dict(TOY_DYN, dynamic_start="5x4x6", dynamic_first=9_000)
+    early = [run_ours("toy", 2, 8_000, w, **flags) for w in (1, 2)]
+    p = early[0]
+    assert p.dynamic.history == [] and p.cells.params == (5, 4, 6) and p.archive.n > 5
+    _check_keys_against_frames(p)
+    _same_archive(p, early[1])
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+    late = run_ours("toy", 2, 20_000, 1, **flags)
+    assert late.dynamic.history and late.dynamic.history[0]["frames"] > 9_000
+    _check_keys_against_frames(late)
 
 
 def test_dynamic_checkpoint_round_trip_and_damage_is_named(tmp_path):
@@ -376,7 +393,7 @@ def _check_regions_against_frames(p):
     coarse key (computed here from scratch with the reference downscale), and
     each weight is the weight without the term divided by that size."""
     a, d = p.archive, p.dynamic
-    whl = parse_region_cells(p.cfg.region_cells)
+    whl = parse_downscale(p.cfg.region_cells)
     live = [i for i in range(a.n) if not a.is_done[i]]
     key = {i: reference_key(d.codec.decompress(d.frames[i]), *whl) for i in live}
     count = Counter(key.values())
@@ -442,6 +459,8 @@ def test_region_term_changes_the_search_and_survives_a_resume(tmp_path):
         (dict(cells="downscale-dynamic", region_cells="4x4"), "region-cells: must be WIDTHx"),
         (dict(cells="downscale-dynamic", region_cells="0x4x8"), "width and height must be"),
         (dict(cells="downscale-dynamic", region_power=-1.0), "region-power: must be a finite"),
+        (dict(dynamic_start="11x8"), "dynamic-start: must be WIDTHx"),
+        (dict(dynamic_start="11x8x8"), "dynamic-start: needs --cells downscale-dynamic"),
         (dict(dynamic_target_floor=1.5), r"dynamic-target-floor: must be in \[0, 1\]"),
     ],
 )

@@ -25,6 +25,7 @@ import numpy as np
 import zstandard
 
 from goexplore.cells.downscale import DownscaleCells
+from goexplore.config import parse_downscale
 
 __all__ = ["DynamicDownscaleCells", "FrameCodec", "WARMUP_KEY"]
 
@@ -59,7 +60,8 @@ class FrameCodec:
 
 class DynamicDownscaleCells:
     """The downscale ``width`` x ``height`` with ``levels`` grey levels, re-chosen
-    during the run; ``params=None`` before the first choice (one cell)."""
+    during the run; ``params=None`` before the first choice (one cell) unless the
+    config names a ``dynamic_start``."""
 
     name = "downscale-dynamic"
     needs_context = False
@@ -71,7 +73,9 @@ class DynamicDownscaleCells:
 
     @classmethod
     def from_config(cls, cfg) -> DynamicDownscaleCells:
-        return cls(None)
+        """The representation before the first choice: ``dynamic_start``, or one cell."""
+        start = getattr(cfg, "dynamic_start", "")
+        return cls(parse_downscale(start) if start else None)
 
     @staticmethod
     def problems(env: str, fact_names: tuple[str, ...]) -> list[str]:
