@@ -32,6 +32,7 @@ WEIGHTS = COUNT_WEIGHTS + (
     "score_weight",
     "low_level_weight",
     "region_power",
+    "lives_power",
 )
 
 
@@ -188,6 +189,11 @@ class Config:
     )
     low_level_weight: float = _f(
         1.0, "selection: weight factor low_level_weight^(max level - level)"
+    )
+    lives_power: float = _f(
+        0.0,
+        "selection: the weight times (1 + lives the cell's state has left)^power, so with "
+        "--episode-end game a place reached with more lives is picked more; 0: off",
     )
     reset_on_update: bool = _f(True, "reset a cell's counters when its entry improves")
     seen_start: bool = _f(

@@ -10,6 +10,7 @@ missing left/right and up/down neighbours and whether it holds the most items
           + horiz * missing_lr + vert * missing_ud + keys * holds_most
           + keys_ahead * ahead + score / sqrt(score_rank) )
         * low_level_weight ** (max_level - level) * region_cells ** -region
+        * (1 + lives) ** lives_power
 
 (Ecoffet et al. 2019, section 2.1 and appendix A.5; the original code's
 ``WeightedSelector``). Terms whose weight is 0 are left out, and a power of
@@ -25,7 +26,11 @@ the pick (:meth:`goexplore.archive.Archive.sample`). One term of our own:
 ``ahead`` is 1 for a cell that holds more items than every other cell at its
 place (0 where it is alone there), so a state with more keys than any other
 at a place it shares is worth exploring from (``holds_most`` is also 1 for
-every cell alone at its place, most of a growing map).
+every cell alone at its place, most of a growing map). Another of our own:
+``lives`` is the lives the cell's state has left (the emulator's count, any
+Atari game): when an episode ends only at game over, the same place is reached
+again with fewer lives, and ``(1 + lives) ** lives_power`` favours the copy
+that can still lose one.
 
 :class:`PlaceTerms` keeps the map terms up to date as cells arrive: a new
 cell changes the terms of at most its four neighbours and of the cells at its
@@ -62,6 +67,7 @@ class SelectionParams:
     score_filter: float = 0.0  # probability that a batch picks only cells >= a random one
     seen_start: bool = False  # seen also counts the cell an episode starts from
     region: float = 0.0  # power of 1 / (cells in the cell's region)
+    lives: float = 0.0  # power of (1 + lives left)
 
     @classmethod
     def from_config(cls, cfg) -> SelectionParams:
@@ -80,6 +86,7 @@ class SelectionParams:
             cfg.score_filter,
             cfg.seen_start,
             cfg.region_power,
+            cfg.lives_power,
         )
 
     @property
@@ -121,6 +128,7 @@ def cell_weights(
     max_level: int,
     is_done,
     ahead=None,
+    lives=None,
 ) -> np.ndarray:
     """The selection weight of each cell (all arguments are aligned arrays), less the
     score-rank term (:func:`score_weights`, added to it)."""
@@ -146,6 +154,8 @@ def cell_weights(
         w = w + p.keys_ahead * ahead
     if p.low_level_weight != 1.0:
         w = w * _level_factor(p, level, max_level)
+    if p.lives:
+        w = w * _lives_factor(p, lives)
     w[is_done] = 0.0
     return w
 
@@ -160,15 +170,25 @@ def region_factors(p: SelectionParams, region_cells: np.ndarray) -> np.ndarray:
     return c**-p.region
 
 
-def score_weights(p: SelectionParams, *, score_rank, level, max_level: int, is_done) -> np.ndarray:
+def score_weights(
+    p: SelectionParams, *, score_rank, level, max_level: int, is_done, lives=None
+) -> np.ndarray:
     """The score-rank term, ``score / sqrt(score_rank)`` times the level factor (0 for
     DONE). It changes for every cell when the set of distinct scores changes, so the
     archive keeps it apart from :func:`cell_weights` and recomputes only it then."""
     w = p.score / np.sqrt(score_rank)
     if p.low_level_weight != 1.0:
         w = w * _level_factor(p, level, max_level)
+    if p.lives:
+        w = w * _lives_factor(p, lives)
     w[is_done] = 0.0
     return w
+
+
+def _lives_factor(p: SelectionParams, lives) -> np.ndarray:
+    """(1 + lives) ** lives_power (a negative count, none reported, counts as 0)."""
+    x = np.maximum(lives, 0).astype(np.float64) + 1.0
+    return x if p.lives == 1.0 else x**p.lives
 
 
 def _level_factor(p: SelectionParams, level, max_level: int) -> np.ndarray:

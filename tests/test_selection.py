@@ -8,10 +8,15 @@ import math
 import random
 
 import numpy as np
+import pytest
+from conftest import archive_table, run_ours
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_dk import _same_archive, _weights_are_current
 
 from goexplore.cells.domain import PYRAMID, MontezumaCells
+from goexplore.config import Config
+from goexplore.errors import ConfigError
 from goexplore.selection import PlaceTerms, SelectionParams, cell_weights, score_weights
 
 counts = st.lists(st.integers(0, 10_000), min_size=1, max_size=60)
@@ -29,6 +34,7 @@ def _arrays(rng: random.Random, n: int) -> dict:
         "ahead": np.array([rng.random() < 0.3 for _ in range(n)], np.bool_),
         "level": np.array([rng.randrange(0, 3) for _ in range(n)], np.int16),
         "is_done": np.array([rng.random() < 0.05 for _ in range(n)], np.bool_),
+        "lives": np.array([rng.randrange(-1, 7) for _ in range(n)], np.int16),
     }
 
 
@@ -55,7 +61,7 @@ def _oracle(p: SelectionParams, a: dict, rank: list, i: int, max_level: int) -> 
     level_weight = 1.0
     if a["level"][i] < max_level:
         level_weight = p.low_level_weight ** (max_level - int(a["level"][i]))
-    return res * level_weight
+    return res * level_weight * (1 + max(int(a["lives"][i]), 0)) ** p.lives
 
 
 @given(counts)
@@ -100,12 +106,18 @@ def test_formula_matches_the_per_cell_oracle(seed):
         rng.choice((1.0, 0.1, 0.5, 0.0)),
         keys_ahead=wt(),
         score=wt(),
+        lives=rng.choice((0.0, 1.0, 2.0, 0.5)),
     )
     a = _arrays(rng, 40)
     rank = [rng.randrange(1, 20) for _ in range(40)]
     max_level = int(a["level"].max())
     got = cell_weights(p, **a, max_level=max_level) + score_weights(
-        p, score_rank=np.array(rank), level=a["level"], max_level=max_level, is_done=a["is_done"]
+        p,
+        score_rank=np.array(rank),
+        level=a["level"],
+        max_level=max_level,
+        is_done=a["is_done"],
+        lives=a["lives"],
     )
     want = [_oracle(p, a, rank, i, max_level) for i in range(40)]
     for i in range(40):
@@ -317,3 +329,31 @@ def test_score_terms_from_the_config():
     problems = Config(score_filter=1.5, seen_start="yes").problems()  # type: ignore[arg-type]
     assert any(q.startswith("score-filter:") for q in problems)
     assert any(q.startswith("seen-start:") for q in problems)
+
+
+# --- the lives term in a run ----------------------------------------------------------------
+def test_lives_power_weighs_each_cell_by_the_lives_its_state_has_left():
+    """A game-over run on the toy (3 lives) keeps copies of places with fewer lives;
+    with --lives-power 2 every kept weight is the preset's count terms times
+    (1 + lives)^2, recomputed here from the archive's arrays, for 1 and 2 workers."""
+    flags = dict(episode_end="game", since_new_weight=1.0, lives_power=2.0)
+    runs = [run_ours("toy", 3, 20_000, w, **flags) for w in (1, 2)]
+    p = runs[0]
+    a, n = p.archive, p.archive.n
+    live = ~a.is_done[:n]
+    assert len(set(a.lives[:n][live].tolist())) >= 2, "no cell lost a life"
+    a.cumulative_weights()
+    want = (1 / np.sqrt(a.seen[:n] + 1.0) + 1 / np.sqrt(a.chosen_since_new[:n] + 1.0)) * (
+        1.0 + a.lives[:n]
+    ) ** 2
+    want[~live] = 0.0
+    np.testing.assert_allclose(a.weight[:n], want, rtol=1e-12)
+    _same_archive(p, runs[1])
+    _weights_are_current(runs[1])
+    plain = run_ours("toy", 3, 20_000, 1, **dict(flags, lives_power=0.0))
+    assert archive_table(plain)["cells"] != archive_table(p)["cells"]  # it changes the search
+
+
+def test_lives_power_must_be_a_non_negative_number():
+    with pytest.raises(ConfigError, match="lives-power: must be a finite"):
+        Config(env="toy", lives_power=-1.0).validate()

@@ -195,6 +195,7 @@ class SelectionCache:
             level=self.level[ids],
             max_level=self.max_level,
             is_done=self.is_done[ids],
+            lives=self.lives[ids],
         )
 
     def _base_weights(self, ids: np.ndarray) -> np.ndarray:
@@ -211,6 +212,7 @@ class SelectionCache:
             max_level=self.max_level,
             is_done=self.is_done[ids],
             ahead=self.ahead[ids],
+            lives=self.lives[ids],
         )
 
     def sample(self, n: int, rng: np.random.Generator) -> Capture:
