@@ -139,6 +139,11 @@ class Config:
     episode_end: str = _f(
         "life", "an exploration episode ends at a life loss ('life') or game over ('game')"
     )
+    stop_at_life_loss: bool = _f(
+        False,
+        "with --episode-end game: a life loss stops the exploration (not the episode), so "
+        "no steps are spent after a death; the state after it stays a cell to go on from",
+    )
     seen_weight: float = _f(
         1.0, "selection: weight of 1/(seen+1)^power (seen: episodes that visited the cell)"
     )
@@ -281,7 +286,12 @@ class Config:
                 + ", ".join("--" + n.replace("_", "-") for n in COUNT_WEIGHTS)
                 + " must be positive (else cells can get weight 0)"
             )
-        for name in ("reset_on_update", "seen_start"):
+        if self.stop_at_life_loss is True and self.episode_end != "game":
+            p.append(
+                "stop-at-life-loss: needs --episode-end game (a life loss already ends "
+                f"the episode), got --episode-end {self.episode_end}"
+            )
+        for name in ("reset_on_update", "seen_start", "stop_at_life_loss"):
             if not isinstance(getattr(self, name), bool):
                 p.append(
                     f"{name.replace('_', '-')}: must be true or false, got {getattr(self, name)!r}"

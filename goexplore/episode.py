@@ -34,11 +34,22 @@ from goexplore.wire import EpisodeResult, Task, WorkerView, decode_results, enco
 
 # --- the episode -----------------------------------------------------------------------------
 def explore(
-    env, cells, codec, view: WorkerView, task: Task, repeat_p: float, end_on_life: bool = True
+    env,
+    cells,
+    codec,
+    view: WorkerView,
+    task: Task,
+    repeat_p: float,
+    end_on_life: bool = True,
+    stop_on_life: bool = False,
 ) -> EpisodeResult:
     """Restore the chosen cell, then up to ``task.steps`` repeated random actions;
-    a life loss (with ``end_on_life``) or game over ends the episode on the DONE cell."""
-    raw = explore_raw(env, cells, codec, view, task, repeat_p, end_on_life)
+    a life loss (with ``end_on_life``) or game over ends the episode on the DONE cell.
+    With ``stop_on_life`` a life loss stops the exploration, and the episode goes on
+    from its last state when that state's cell is picked again."""
+    raw = explore_raw(
+        env, cells, codec, view, task, repeat_p, end_on_life, stop_on_life=stop_on_life
+    )
     return decode_results(encode_results([raw], len(env.fact_names)))[0]
 
 
@@ -51,6 +62,7 @@ def explore_raw(
     repeat_p: float,
     end_on_life: bool = True,
     frames=None,
+    stop_on_life: bool = False,
 ) -> dict:
     """:func:`explore`, returning the result as plain Python values, one per
     :data:`goexplore.wire.EPISODE` field (what :func:`~goexplore.wire.encode_results` takes).
@@ -104,6 +116,7 @@ def explore_raw(
         if ri is not None:
             rooms.add(f[ri])
         done = terminated or (end_on_life and lives < prev_lives)
+        stop = done or (stop_on_life and lives < prev_lives)
         if t == next_sample:
             if not done:
                 sample_frames.append(fcodec.compress(frame))
@@ -123,7 +136,7 @@ def explore_raw(
             v[3] += 1
         else:
             v[3] += 1
-            if done:
+            if stop:
                 break
             prev_lives = lives
             continue
@@ -131,7 +144,7 @@ def explore_raw(
         if cid < 0 or score > vscore[cid] or (score == vscore[cid] and length + t + 1 < vlen[cid]):
             fz = fcodec.compress(frame) if fcodec is not None and not done else b""
             snaps[cid] = (lives, f, codec.compress(env.clone_state()), fz)
-        if done:
+        if stop:
             break
         prev_lives = lives
 

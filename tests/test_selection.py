@@ -14,9 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_dk import _same_archive, _weights_are_current
 
+from goexplore.cells import make_cells
 from goexplore.cells.domain import PYRAMID, MontezumaCells
+from goexplore.codec import StateCodec
 from goexplore.config import Config
+from goexplore.demos import verify_archive
+from goexplore.envs import make_env
+from goexplore.episode import explore_raw
 from goexplore.errors import ConfigError
+from goexplore.wire import Task, WorkerView
 from goexplore.selection import PlaceTerms, SelectionParams, cell_weights, score_weights
 
 counts = st.lists(st.integers(0, 10_000), min_size=1, max_size=60)
@@ -357,3 +363,61 @@ def test_lives_power_weighs_each_cell_by_the_lives_its_state_has_left():
 def test_lives_power_must_be_a_non_negative_number():
     with pytest.raises(ConfigError, match="lives-power: must be a finite"):
         Config(env="toy", lives_power=-1.0).validate()
+
+
+# --- an exploration that stops at a life loss ---------------------------------------------
+def _losses(env, start: bytes, lives: int, actions) -> list[int]:
+    """The steps at which replaying ``actions`` from ``start`` (with ``lives``) loses a life."""
+    env.restore_state(start)
+    out = []
+    for t, a in enumerate(actions):
+        _, _, _, now = env.step(int(a))
+        if now < lives:
+            out.append(t)
+        lives = now
+    return out
+
+
+def test_stop_at_life_loss_ends_an_exploration_at_its_first_lost_life():
+    """Toy (3 lives), episodes to game over: with ``stop_on_life`` an exploration's
+    actions, replayed from its start, lose a life at the last one and never before;
+    without it, explorations go on after a loss."""
+    env, cells = make_env("toy"), make_cells(Config(env="toy", seed=1))
+    env.reset()
+    for _ in range(3):
+        env.step(0)
+    start = env.clone_state()
+    codec = StateCodec()
+    stopped = went_on = 0
+    for seed in range(40):
+        task = Task(0, codec.compress(start), env.lives(), 0.0, 0, seed, 300)
+        for stop in (True, False):
+            raw = explore_raw(env, cells, codec, WorkerView(), task, 0.95, False, stop_on_life=stop)
+            acts = bytes(raw["actions"])
+            lost = _losses(env, start, task.lives, acts)
+            if stop:
+                assert lost in ([], [len(acts) - 1]), (seed, lost, len(acts))
+                assert lost or len(acts) == 300 or raw["done"]
+                stopped += bool(lost)
+            else:
+                went_on += any(t < len(acts) - 1 for t in lost)
+    assert stopped >= 5 and went_on >= 5, (stopped, went_on)
+
+
+def test_stop_at_life_loss_runs_replay_and_agree_across_workers():
+    """A toy game-over run with --stop-at-life-loss keeps cells after deaths, every cell
+    replays from reset, 1 and 2 workers give one archive, and the search differs."""
+    flags = dict(episode_end="game", since_new_weight=1.0)
+    runs = [run_ours("toy", 5, 15_000, w, stop_at_life_loss=True, **flags) for w in (1, 2)]
+    p = runs[0]
+    assert p.archive.lives[: p.archive.n][~p.archive.is_done[: p.archive.n]].min() < 3
+    _same_archive(p, runs[1])
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+    plain = run_ours("toy", 5, 15_000, 1, **flags)
+    assert archive_table(plain)["cells"] != archive_table(p)["cells"]
+
+
+def test_stop_at_life_loss_needs_game_over_episodes():
+    with pytest.raises(ConfigError, match="stop-at-life-loss: needs --episode-end game"):
+        Config(env="toy", stop_at_life_loss=True).validate()

@@ -66,6 +66,7 @@ class Worker:
             self.spec.repeat_p,
             self.spec.end_on_life,
             self.frames,
+            self.spec.config.stop_at_life_loss,
         )
 
     def encode(self, raws: list[dict]) -> bytes:
