@@ -102,6 +102,7 @@ def explore_raw(
         draw = np.random.default_rng([task.seed, 1]).geometric
         next_sample = int(draw(p)) - 1 if p > 0 else task.steps
 
+    stop_at_loss = end_on_life or stop_on_life
     action = int(integers(n_actions))
     for t in range(task.steps):
         if random() > repeat_p:
@@ -115,8 +116,9 @@ def explore_raw(
         f = facts()
         if ri is not None:
             rooms.add(f[ri])
-        done = terminated or (end_on_life and lives < prev_lives)
-        stop = done or (stop_on_life and lives < prev_lives)
+        lost = lives < prev_lives
+        done = terminated or (end_on_life and lost)
+        stop = terminated or (stop_at_loss and lost)
         if t == next_sample:
             if not done:
                 sample_frames.append(fcodec.compress(frame))

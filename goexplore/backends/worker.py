@@ -35,6 +35,10 @@ class WorkerSpec:
     def end_on_life(self) -> bool:
         return self.config.episode_end == "life"
 
+    @property
+    def stop_on_life(self) -> bool:
+        return self.config.stop_at_life_loss
+
     def make_cells(self, fact_names: tuple[str, ...] = ()):
         return make_cells(self.config, fact_names)
 
@@ -66,7 +70,7 @@ class Worker:
             self.spec.repeat_p,
             self.spec.end_on_life,
             self.frames,
-            self.spec.config.stop_at_life_loss,
+            self.spec.stop_on_life,
         )
 
     def encode(self, raws: list[dict]) -> bytes:
