@@ -144,6 +144,11 @@ class Config:
         "with --episode-end game: a life loss stops the exploration (not the episode), so "
         "no steps are spent after a death; the state after it stays a cell to go on from",
     )
+    stop_at_life_loss_until: int = _f(
+        0,
+        "with --stop-at-life-loss true: stop at a life loss only in the batches that start "
+        "before this many agent steps, then play explorations on to game over (0: all run)",
+    )
     seen_weight: float = _f(
         1.0, "selection: weight of 1/(seen+1)^power (seen: episodes that visited the cell)"
     )
@@ -290,6 +295,17 @@ class Config:
             p.append(
                 "stop-at-life-loss: needs --episode-end game (a life loss already ends "
                 f"the episode), got --episode-end {self.episode_end}"
+            )
+        until = self.stop_at_life_loss_until
+        if isinstance(until, bool) or not isinstance(until, int) or until < 0:
+            p.append(
+                f"stop-at-life-loss-until: must be a whole number of agent steps >= 0 "
+                f"(0: the whole run), got {until!r}"
+            )
+        elif until > 0 and self.stop_at_life_loss is not True:
+            p.append(
+                "stop-at-life-loss-until: needs --stop-at-life-loss true "
+                f"(got --stop-at-life-loss {self.stop_at_life_loss})"
             )
         for name in ("reset_on_update", "seen_start", "stop_at_life_loss"):
             if not isinstance(getattr(self, name), bool):

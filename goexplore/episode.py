@@ -41,15 +41,12 @@ def explore(
     task: Task,
     repeat_p: float,
     end_on_life: bool = True,
-    stop_on_life: bool = False,
 ) -> EpisodeResult:
     """Restore the chosen cell, then up to ``task.steps`` repeated random actions;
     a life loss (with ``end_on_life``) or game over ends the episode on the DONE cell.
-    With ``stop_on_life`` a life loss stops the exploration, and the episode goes on
-    from its last state when that state's cell is picked again."""
-    raw = explore_raw(
-        env, cells, codec, view, task, repeat_p, end_on_life, stop_on_life=stop_on_life
-    )
+    With ``task.stop_on_life`` a life loss stops the exploration, and the episode goes
+    on from its last state when that state's cell is picked again."""
+    raw = explore_raw(env, cells, codec, view, task, repeat_p, end_on_life)
     return decode_results(encode_results([raw], len(env.fact_names)))[0]
 
 
@@ -62,7 +59,6 @@ def explore_raw(
     repeat_p: float,
     end_on_life: bool = True,
     frames=None,
-    stop_on_life: bool = False,
 ) -> dict:
     """:func:`explore`, returning the result as plain Python values, one per
     :data:`goexplore.wire.EPISODE` field (what :func:`~goexplore.wire.encode_results` takes).
@@ -102,7 +98,7 @@ def explore_raw(
         draw = np.random.default_rng([task.seed, 1]).geometric
         next_sample = int(draw(p)) - 1 if p > 0 else task.steps
 
-    stop_at_loss = end_on_life or stop_on_life
+    stop_at_loss = end_on_life or task.stop_on_life
     action = int(integers(n_actions))
     for t in range(task.steps):
         if random() > repeat_p:

@@ -159,6 +159,8 @@ class Phase1:
                 if dyn is not None and dyn.due(cfg, self.frames, archive.n):
                     archive = self.recompute_cells(notify)
                 rep = self.cells.params_bytes() if dyn is not None else b""
+                until = cfg.stop_at_life_loss_until
+                stop = cfg.stop_at_life_loss and (until == 0 or self.frames < until)
                 cap = archive.sample(cfg.batch_cells, rng)
                 # one draw per task; the same numbers and generator state as one call
                 # per task (tests/test_archive.py checks it), at 1/20 of the cost
@@ -175,6 +177,7 @@ class Phase1:
                         cfg.explore_steps,
                         keys[i],
                         rep,
+                        stop,
                     )
                     for i in range(cfg.batch_cells)
                 ]

@@ -281,8 +281,8 @@ class EpisodeResult:
 
 
 # --- tasks -----------------------------------------------------------------------------------
-_TASK = struct.Struct("<iIihdqIII")  # index, seed, steps, lives, score, length; bytes of
-# state, key, rep
+_TASK = struct.Struct("<iIihdqIII?")  # index, seed, steps, lives, score, length; bytes of
+# state, key, rep; stop at a life loss
 
 
 @dataclass
@@ -296,6 +296,7 @@ class Task:
     steps: int  # max agent steps
     key: bytes = b""  # the chosen cell's key, for representations that need its context
     rep: bytes = b""  # the representation's parameters, for representations that change
+    stop_on_life: bool = False  # a life loss stops the exploration (game-over episodes)
 
     def encode(self) -> bytes:
         head = _TASK.pack(
@@ -308,6 +309,7 @@ class Task:
             len(self.state),
             len(self.key),
             len(self.rep),
+            self.stop_on_life,
         )
         return head + bytes(self.state) + self.key + self.rep
 
@@ -317,11 +319,11 @@ class Task:
         mv = memoryview(buf)
         o = offset
         while o < len(mv):
-            index, seed, steps, lives, score, length, ln, kn, rn = _TASK.unpack_from(mv, o)
+            index, seed, steps, lives, score, length, ln, kn, rn, stop = _TASK.unpack_from(mv, o)
             o += _TASK.size
             state, key = bytes(mv[o : o + ln]), bytes(mv[o + ln : o + ln + kn])
             rep = bytes(mv[o + ln + kn : o + ln + kn + rn])
-            out.append(Task(index, state, lives, score, length, seed, steps, key, rep))
+            out.append(Task(index, state, lives, score, length, seed, steps, key, rep, stop))
             o += ln + kn + rn
         return out
 

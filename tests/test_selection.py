@@ -379,7 +379,7 @@ def _losses(env, start: bytes, lives: int, actions) -> list[int]:
 
 
 def test_stop_at_life_loss_ends_an_exploration_at_its_first_lost_life():
-    """Toy (3 lives), episodes to game over: with ``stop_on_life`` an exploration's
+    """Toy (3 lives), episodes to game over: with the task's ``stop_on_life`` an exploration's
     actions, replayed from its start, lose a life at the last one and never before;
     without it, explorations go on after a loss."""
     env, cells = make_env("toy"), make_cells(Config(env="toy", seed=1))
@@ -390,9 +390,9 @@ def test_stop_at_life_loss_ends_an_exploration_at_its_first_lost_life():
     codec = StateCodec()
     stopped = went_on = 0
     for seed in range(40):
-        task = Task(0, codec.compress(start), env.lives(), 0.0, 0, seed, 300)
         for stop in (True, False):
-            raw = explore_raw(env, cells, codec, WorkerView(), task, 0.95, False, stop_on_life=stop)
+            task = Task(0, codec.compress(start), env.lives(), 0.0, 0, seed, 300, stop_on_life=stop)
+            raw = explore_raw(env, cells, codec, WorkerView(), task, 0.95, False)
             acts = bytes(raw["actions"])
             lost = _losses(env, start, task.lives, acts)
             if stop:
@@ -421,3 +421,69 @@ def test_stop_at_life_loss_runs_replay_and_agree_across_workers():
 def test_stop_at_life_loss_needs_game_over_episodes():
     with pytest.raises(ConfigError, match="stop-at-life-loss: needs --episode-end game"):
         Config(env="toy", stop_at_life_loss=True).validate()
+
+
+def test_stop_at_life_loss_until_stops_only_in_batches_that_start_before_it(monkeypatch):
+    """Each task carries the stop: True exactly in the batches that start before
+    --stop-at-life-loss-until agent steps (counted from the results themselves)."""
+    import goexplore.phase1 as phase1
+
+    seen: list[tuple[int, list[bool]]] = []
+    make = phase1.make_backend
+
+    def spying(*args, **kw):
+        backend = make(*args, **kw)
+        run_batch, done = backend.run_batch, [0]
+
+        def run(delta, tasks):
+            seen.append((done[0], [t.stop_on_life for t in tasks]))
+            results = list(run_batch(delta, tasks))
+            done[0] += sum(r.n for r in results)
+            return results
+
+        backend.run_batch = run
+        return backend
+
+    monkeypatch.setattr(phase1, "make_backend", spying)
+    until = 6_000
+    run_ours(
+        "toy",
+        5,
+        15_000,
+        1,
+        episode_end="game",
+        stop_at_life_loss=True,
+        stop_at_life_loss_until=until,
+    )
+    assert any(f < until for f, _ in seen) and any(f >= until for f, _ in seen)
+    for frames, stops in seen:
+        assert stops == [frames < until] * len(stops), (frames, stops)
+
+
+def test_stop_at_life_loss_until_switches_to_game_over_explorations():
+    """A stop until past the budget is the plain stop; a stop until mid-run follows it
+    and then differs from it, replays from reset, and agrees across 1 and 2 workers."""
+    flags = dict(episode_end="game", since_new_weight=1.0, stop_at_life_loss=True)
+    always = run_ours("toy", 5, 15_000, 1, **flags)
+    past = run_ours("toy", 5, 15_000, 1, stop_at_life_loss_until=15_000, **flags)
+    _same_archive(always, past)
+    runs = [run_ours("toy", 5, 15_000, w, stop_at_life_loss_until=6_000, **flags) for w in (1, 2)]
+    _same_archive(runs[0], runs[1])
+    assert archive_table(runs[0])["cells"] != archive_table(always)["cells"]
+    played, failures = verify_archive(
+        "toy", runs[0].cells, runs[0].archive, runs[0].explog, end_on_life=False
+    )
+    assert failures == [] and played > 0
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(stop_at_life_loss_until=-1), "whole number of agent steps >= 0"),
+        (dict(stop_at_life_loss_until=1.5), "whole number of agent steps >= 0"),
+        (dict(stop_at_life_loss_until=1000), "needs --stop-at-life-loss true"),
+    ],
+)
+def test_stop_at_life_loss_until_checks_its_value(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        Config(env="toy", episode_end="game", **kw).validate()

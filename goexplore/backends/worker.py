@@ -35,10 +35,6 @@ class WorkerSpec:
     def end_on_life(self) -> bool:
         return self.config.episode_end == "life"
 
-    @property
-    def stop_on_life(self) -> bool:
-        return self.config.stop_at_life_loss
-
     def make_cells(self, fact_names: tuple[str, ...] = ()):
         return make_cells(self.config, fact_names)
 
@@ -70,7 +66,6 @@ class Worker:
             self.spec.repeat_p,
             self.spec.end_on_life,
             self.frames,
-            self.spec.stop_on_life,
         )
 
     def encode(self, raws: list[dict]) -> bytes:
