@@ -119,6 +119,12 @@ class Config:
         "downscale-dynamic: keep the current downscale unless the search's best scores "
         "more than (1 + this) times it on the same sample (paper: 0, always take the best)",
     )
+    dynamic_min_cells: float = _f(
+        0.0,
+        "downscale-dynamic: a choice must put the sample into at least this fraction of its "
+        "target cells, else the search's best proposal that does is taken, or the current "
+        "downscale stays (0: off, as the paper)",
+    )
     dynamic_start: str = _f(
         "",
         "downscale-dynamic: the downscale WIDTHxHEIGHTxLEVELS used before the first choice "
@@ -258,9 +264,10 @@ class Config:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 < v <= 1.0:
                 p.append(f"{name.replace('_', '-')}: must be in (0, 1], got {v!r}")
-        v = self.dynamic_target_floor
-        if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-            p.append(f"dynamic-target-floor: must be in [0, 1] (0: off), got {v!r}")
+        for name in ("dynamic_target_floor", "dynamic_min_cells"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                p.append(f"{name.replace('_', '-')}: must be in [0, 1] (0: off), got {v!r}")
         if not isinstance(self.dynamic_max_shadow, int) or self.dynamic_max_shadow < 0:
             p.append(
                 f"dynamic-max-shadow: must be an integer >= 0 (0: no bound), "

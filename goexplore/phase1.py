@@ -254,13 +254,15 @@ class Phase1:
             seconds = time.perf_counter() - t  # (not in the history: it is not reproducible)
             if notify is not None:
                 what = "now" if self.cells != before else "kept"
-                over = ev.get("kept_over")
+                over = ev.get("kept_over") or ev.get("refused")
                 beat = (
                     f", score {ev['score']:.3f} against the search's best "
                     f"{over['width']}x{over['height']}x{over['levels'] + 1} at {over['score']:.3f}"
                     if over
                     else ""
                 )
+                if over and over["sample_cells"] < self.cfg.dynamic_min_cells * ev["target"]:
+                    beat += f" with {over['sample_cells']:,} cells, too few"
                 notify(
                     f"cells: {what} {ev['width']}x{ev['height']}x{ev['levels'] + 1} "
                     f"({ev['sample_cells']:,} cells in {ev['sample_frames']:,} sampled frames"

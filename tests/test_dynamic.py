@@ -315,6 +315,119 @@ def test_keep_margin_keeps_the_current_downscale_unless_clearly_beaten(margin):
         assert not take  # a margin this large always keeps
 
 
+def _proposals(monkeypatch):
+    """Record every proposal the search scores: (params, cells in the sample, score)."""
+    import goexplore.dynamic as dyn
+
+    seen: list = []
+    keys, score = dyn.DynamicDownscaleCells.keys, dyn.split_score
+
+    def rec_keys(self, frames):
+        seen.append([self.params])
+        return keys(self, frames)
+
+    def rec_score(counts, n, factor):
+        v = score(counts, n, factor)
+        seen[-1] += [len(counts), v]
+        return v
+
+    monkeypatch.setattr(dyn.DynamicDownscaleCells, "keys", rec_keys)
+    monkeypatch.setattr(dyn, "split_score", rec_score)
+    return seen
+
+
+def _two_scenes(noise=4, n=120):
+    """Frames of two flat scenes with grey-level noise below ``noise``: an even 2-cell
+    split scores best under the paper's rule (noise 1: only the two scenes)."""
+    rng = np.random.default_rng(5)
+    scenes = np.stack([np.full((40, 30), 20, np.uint8), np.full((40, 30), 220, np.uint8)])
+    return scenes[np.arange(n) % 2] + rng.integers(0, noise, (n, 40, 30), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("min_cells", [0.0, 0.5, 1.0])
+def test_min_cells_notes_the_best_proposal_with_enough_cells(monkeypatch, min_cells):
+    """--dynamic-min-cells leaves the paper's search as it is (the same best) and notes
+    the highest-scoring proposal that puts the sample into at
+    least min_cells x target cells, found here from every proposal's recorded cells."""
+    frames = _two_scenes()
+    plain = choose(frames, np.random.default_rng(3), 40, 0.125)
+    seen = _proposals(monkeypatch)
+    c = choose(frames, np.random.default_rng(3), 40, 0.125, min_cells)
+    assert (c.params, c.score, c.distinct) == (plain.params, plain.score, plain.distinct)
+    assert len(seen) == 40
+    floor = min_cells * 0.125 * len(frames)
+    ok = [s for s in seen if s[1] >= floor]
+    if min_cells == 0:
+        assert c.enough is None
+    else:
+        assert ok, "no proposal with enough cells: choose frames that give some"
+        want = max(range(len(ok)), key=lambda i: (ok[i][2], i))
+        assert c.enough is not None
+        assert (c.enough.params, c.enough.distinct) == (ok[want][0], ok[want][1])
+        assert c.enough.score == ok[want][2]
+
+
+@pytest.mark.parametrize("min_cells,factor", [(0.0, 0.125), (0.9, 0.125), (0.9, 1.0)])
+def test_min_cells_refuses_a_choice_with_too_few_cells(min_cells, factor):
+    """The paper's best here puts the 120 sampled frames into a few cells. With min_cells
+    0 it is taken; with 0.9 the best proposal with at least 0.9 x target cells is
+    (target 15), or, when no proposal has that many (target 120), the current
+    downscale stays."""
+    from types import SimpleNamespace
+
+    from goexplore.dynamic import DynamicState
+
+    cfg = Config(
+        cells="downscale-dynamic",
+        dynamic_iterations=40,
+        dynamic_min_cells=min_cells,
+        split_factor=factor,
+    )
+    frames = _two_scenes()
+    best = choose(frames, np.random.default_rng(3), 40, factor, 0.9)
+    assert best.distinct < 0.9 * factor * len(frames)  # the pathology the flag is for
+    assert (best.enough is None) == (factor == 1.0)
+    current = (3, 2, 4)
+    d = DynamicState.start(cfg, 0)
+    d.rep = DynamicDownscaleCells(current)
+    d.observe([d.codec.compress(f) for f in frames], cap=1000)
+    applied = []
+    d.apply = lambda whl, archive, **kw: applied.append(whl) or archive
+    d.recompute(cfg, SimpleNamespace(n=5), np.random.default_rng(3), 100)
+    (ev,) = d.history
+    got = (ev["width"], ev["height"], ev["levels"])
+    if min_cells == 0:
+        assert got == best.params and applied == [best.params]
+        assert "refused" not in ev and "kept_over" not in ev
+    elif best.enough is not None:
+        assert got == best.enough.params and applied == [best.enough.params]
+        assert ev["sample_cells"] == best.enough.distinct >= min_cells * ev["target"]
+        assert ev["refused"]["sample_cells"] == best.distinct and "kept_over" not in ev
+    else:
+        assert got == current and applied == [] and not ev["changed"]
+        assert ev["kept_over"]["sample_cells"] == best.distinct and "refused" not in ev
+        assert ev["sample_cells"] == len(set(_rows(frames, current)))
+
+
+def test_min_cells_leaves_a_run_whose_choices_have_enough_cells_as_it_is():
+    """Just below the smallest cells/target ratio of a run's choices, --dynamic-min-cells
+    gives that run exactly (the search is unchanged); just above it, it refuses a
+    choice and the run differs."""
+    flags = dict(TOY_DYN, dynamic_every=3_000)
+    plain = run_ours("toy", 1, 30_000, 1, **flags)
+    later = plain.dynamic.history[1:]  # the first choice, from one cell, is always taken
+    assert len(later) >= 2
+    low = min(e["sample_cells"] / e["target"] for e in later)
+    assert low < 1, "every choice reached its target: no room to refuse one"
+    same = run_ours("toy", 1, 30_000, 1, **flags, dynamic_min_cells=low * 0.999)
+    assert same.dynamic.history == plain.dynamic.history
+    _same_archive(same, plain)
+    other = run_ours("toy", 1, 30_000, 1, **flags, dynamic_min_cells=min(1.0, low * 1.001))
+    hist = other.dynamic.history
+    assert any("refused" in e or "kept_over" in e for e in hist)
+    assert hist != plain.dynamic.history
+
+
 @pytest.mark.parametrize("floor", [0.0, 0.5, 1.0])
 def test_target_floor_raises_the_target_to_a_fraction_of_the_current_cells(floor):
     """--dynamic-target-floor: the choice aims at max(split_factor x frames, floor x the
@@ -462,6 +575,7 @@ def test_region_term_changes_the_search_and_survives_a_resume(tmp_path):
         (dict(dynamic_start="11x8"), "dynamic-start: must be WIDTHx"),
         (dict(dynamic_start="11x8x8"), "dynamic-start: needs --cells downscale-dynamic"),
         (dict(dynamic_target_floor=1.5), r"dynamic-target-floor: must be in \[0, 1\]"),
+        (dict(dynamic_min_cells=-0.1), r"dynamic-min-cells: must be in \[0, 1\]"),
     ],
 )
 def test_region_flags_are_checked(flags, message):

@@ -217,12 +217,13 @@ def _representation(phase1, rep) -> list[str]:
 
 
 def _changed(e: dict) -> str:
-    over = e.get("kept_over")
+    over = e.get("kept_over") or e.get("refused")
     if over is None:
         return "yes" if e["changed"] else "no"
+    what = "no: kept" if "kept_over" in e else ("yes" if e["changed"] else "no") + ": chosen"
     return (
-        f"no: kept over the search's best {over['width']}×{over['height']}×"
-        f"{over['levels'] + 1} ({over['score']:.3f})"
+        f"{what} over the search's best {over['width']}×{over['height']}×"
+        f"{over['levels'] + 1} ({over['score']:.3f}, {over['sample_cells']:,} cells)"
     )
 
 
