@@ -343,11 +343,12 @@ class DynamicState:
         choice: Choice | None = best
         if best.distinct < cfg.dynamic_min_cells * factor * len(stack):
             choice = best.enough  # too few cells: the best proposal with enough, if any
+        kept = False  # the current downscale stays against the search's best
         if current is not None:
             score = split_score(current, len(stack), factor)
-            beaten = cfg.dynamic_keep > 0 and choice is not None
-            if choice is None or beaten and choice.score <= score * (1 + cfg.dynamic_keep):
-                choice = Choice(self.rep.params, score, len(current), len(stack), 0)
+            margin = 1 + cfg.dynamic_keep
+            if choice is None or (cfg.dynamic_keep > 0 and choice.score <= score * margin):
+                choice, kept = Choice(self.rep.params, score, len(current), len(stack), 0), True
         if choice is None:  # the first choice, from one cell: nothing to keep
             choice = best
         del stack
@@ -364,7 +365,7 @@ class DynamicState:
             "changed": DynamicDownscaleCells(choice.params) != self.rep,
         }
         if best is not choice:  # the search's best, not taken (--dynamic-keep, -min-cells)
-            event["kept_over" if choice.proposals == 0 else "refused"] = {
+            event["kept_over" if kept else "refused"] = {
                 "width": best.params[0],
                 "height": best.params[1],
                 "levels": best.params[2],
