@@ -28,6 +28,12 @@ Where the settings come from:
   seeds: a chosen-since-new weight of 1 beside the paper's seen weight. The paper's
   cadence (one choice after 10,000 steps, then every 10M of a 500M-step run) is
   scaled to runs of millions of steps (see ``goexplore.dynamic``).
+* ``montezuma-nodk`` — Montezuma without domain knowledge: ``downscale-dynamic``
+  plus three of its flags, chosen on Montezuma seeds 0-4 (docs/studies/
+  2026-12-06-stop-regions-seen.md): explorations stop at a life loss (episodes still end
+  at game over), the region term at power 1, and the guard against a downscale choice
+  of too few cells. They found more than ``downscale-dynamic`` on Montezuma but less on
+  Venture and Pitfall, so they are a Montezuma preset, not the general one.
 * ``minigrid`` — any MiniGrid or BabyAI env (``--env gym:MiniGrid-...``; default
   ``gym:MiniGrid-DoorKey-8x8-v0``): cells from the adapter's facts (x, y, direction,
   carried object, open doors, keys left), weight 1/sqrt(seen+1), and an episode that
@@ -110,6 +116,26 @@ PRESETS: dict[str, Preset] = {
                 "reset_on_update": True,
                 "episode_end": "game",
             },
+        ),
+        Preset(
+            "montezuma-nodk",
+            "Montezuma without domain knowledge: downscale-dynamic, plus explorations "
+            "that stop at a life loss, region weight power 1, downscale choices of at "
+            "least half the target cells",
+            {
+                "env": "montezuma",
+                "cells": "downscale-dynamic",
+                "seen_weight": 1.0,
+                "seen_power": 0.5,
+                "since_new_weight": 1.0,
+                "since_new_power": 0.5,
+                "reset_on_update": True,
+                "episode_end": "game",
+                "stop_at_life_loss": True,
+                "region_power": 1.0,
+                "dynamic_min_cells": 0.5,
+            },
+            envs=("montezuma",),
         ),
         Preset(
             "minigrid",
