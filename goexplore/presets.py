@@ -58,6 +58,17 @@ class Preset:
     envs: tuple[str, ...] | None = None  # the envs it is made for, as patterns (None: any)
 
 
+# downscale-dynamic's settings; montezuma-nodk adds its three flags to them
+_DOWNSCALE_DYNAMIC = {
+    "cells": "downscale-dynamic",
+    "seen_weight": 1.0,
+    "seen_power": 0.5,
+    "since_new_weight": 1.0,
+    "since_new_power": 0.5,
+    "reset_on_update": True,
+    "episode_end": "game",
+}
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
@@ -107,15 +118,7 @@ PRESETS: dict[str, Preset] = {
             "no domain knowledge (the Nature paper's dynamic downscaling): the downscale "
             "re-chosen from recent frames, split factor 0.125; seen weight 1, "
             "chosen-since-new weight 1; episode ends at game over",
-            {
-                "cells": "downscale-dynamic",
-                "seen_weight": 1.0,
-                "seen_power": 0.5,
-                "since_new_weight": 1.0,
-                "since_new_power": 0.5,
-                "reset_on_update": True,
-                "episode_end": "game",
-            },
+            _DOWNSCALE_DYNAMIC,
         ),
         Preset(
             "montezuma-nodk",
@@ -123,14 +126,8 @@ PRESETS: dict[str, Preset] = {
             "that stop at a life loss, region weight power 1, downscale choices of at "
             "least half the target cells",
             {
+                **_DOWNSCALE_DYNAMIC,
                 "env": "montezuma",
-                "cells": "downscale-dynamic",
-                "seen_weight": 1.0,
-                "seen_power": 0.5,
-                "since_new_weight": 1.0,
-                "since_new_power": 0.5,
-                "reset_on_update": True,
-                "episode_end": "game",
                 "stop_at_life_loss": True,
                 "region_power": 1.0,
                 "dynamic_min_cells": 0.5,
