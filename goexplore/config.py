@@ -301,7 +301,8 @@ class Config:
         if self.stop_at_life_loss is True and self.episode_end != "game":
             p.append(
                 "stop-at-life-loss: needs --episode-end game (a life loss already ends "
-                f"the episode), got --episode-end {self.episode_end}"
+                f"the episode), got --episode-end {self.episode_end}; with --episode-end life, "
+                "add --stop-at-life-loss false"
             )
         until = self.stop_at_life_loss_until
         if isinstance(until, bool) or not isinstance(until, int) or until < 0:

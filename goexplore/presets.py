@@ -24,16 +24,14 @@ Where the settings come from:
   frames (:mod:`goexplore.dynamic`), split factor 0.125, seen weight 1, counters
   reset on update, and an episode that ends at game over, as there (against a life
   loss: better on 2 of 3 seeds and in the median at 2M and 3M, docs/studies/
-  2026-12-04-no-dk-selection.md). One departure, chosen on measurements over two
-  seeds: a chosen-since-new weight of 1 beside the paper's seen weight. The paper's
+  2026-12-04-no-dk-selection.md). Departures, chosen on measurements over several
+  seeds: a chosen-since-new weight of 1 beside the paper's seen weight; explorations
+  that stop at a life loss, the region term at power 1 and the guard against a
+  downscale choice of too few cells, which found more on Montezuma (seeds 0-4) and as
+  much or more in the median on Venture and Pitfall (seeds 0-2; docs/studies/
+  2026-12-06-no-dk-preset.md). The paper's
   cadence (one choice after 10,000 steps, then every 10M of a 500M-step run) is
   scaled to runs of millions of steps (see ``goexplore.dynamic``).
-* ``montezuma-nodk`` — Montezuma without domain knowledge: ``downscale-dynamic``
-  plus three of its flags, chosen on Montezuma seeds 0-4 (docs/studies/
-  2026-12-06-stop-regions-seen.md): explorations stop at a life loss (episodes still end
-  at game over), the region term at power 1, and the guard against a downscale choice
-  of too few cells. They found more than ``downscale-dynamic`` on Montezuma but less on
-  Venture and Pitfall, so they are a Montezuma preset, not the general one.
 * ``minigrid`` — any MiniGrid or BabyAI env (``--env gym:MiniGrid-...``; default
   ``gym:MiniGrid-DoorKey-8x8-v0``): cells from the adapter's facts (x, y, direction,
   carried object, open doors, keys left), weight 1/sqrt(seen+1), and an episode that
@@ -57,17 +55,6 @@ class Preset:
     settings: dict  # config field -> value
     envs: tuple[str, ...] | None = None  # the envs it is made for, as patterns (None: any)
 
-
-# downscale-dynamic's settings; montezuma-nodk adds its three flags to them
-_DOWNSCALE_DYNAMIC = {
-    "cells": "downscale-dynamic",
-    "seen_weight": 1.0,
-    "seen_power": 0.5,
-    "since_new_weight": 1.0,
-    "since_new_power": 0.5,
-    "reset_on_update": True,
-    "episode_end": "game",
-}
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -116,23 +103,21 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "downscale-dynamic",
             "no domain knowledge (the Nature paper's dynamic downscaling): the downscale "
-            "re-chosen from recent frames, split factor 0.125; seen weight 1, "
-            "chosen-since-new weight 1; episode ends at game over",
-            _DOWNSCALE_DYNAMIC,
-        ),
-        Preset(
-            "montezuma-nodk",
-            "Montezuma without domain knowledge: downscale-dynamic, plus explorations "
-            "that stop at a life loss, region weight power 1, downscale choices of at "
-            "least half the target cells",
+            "re-chosen from recent frames, split factor 0.125, choices of at least half the "
+            "target cells; seen weight 1, chosen-since-new weight 1, region power 1; episode "
+            "ends at game over, explorations stop at a life loss",
             {
-                **_DOWNSCALE_DYNAMIC,
-                "env": "montezuma",
+                "cells": "downscale-dynamic",
+                "seen_weight": 1.0,
+                "seen_power": 0.5,
+                "since_new_weight": 1.0,
+                "since_new_power": 0.5,
+                "reset_on_update": True,
+                "episode_end": "game",
                 "stop_at_life_loss": True,
                 "region_power": 1.0,
                 "dynamic_min_cells": 0.5,
             },
-            envs=("montezuma",),
         ),
         Preset(
             "minigrid",

@@ -40,29 +40,29 @@ def test_flags_override_the_preset():
     assert apply_preset("downscale-dynamic", {"episode_end": "life"}).episode_end == "life"
 
 
-def test_montezuma_nodk_is_the_general_preset_with_the_studied_flags():
-    """montezuma-nodk = downscale-dynamic on Montezuma + the three flags of the studies
-    (docs/studies/2026-12-06-*.md), field for field; it is valid and Montezuma-only."""
-    flags = {"stop_at_life_loss": True, "region_power": 1.0, "dynamic_min_cells": 0.5}
-    ours = apply_preset("montezuma-nodk", {}).to_json()
-    general = apply_preset("downscale-dynamic", {"env": "montezuma", **flags}).to_json()
-    assert ours.pop("preset") == "montezuma-nodk" and general.pop("preset") != "montezuma-nodk"
-    assert ours == general
-    apply_preset("montezuma-nodk", {"seed": 2}).validate()
-    with pytest.raises(ConfigError, match="made for --env montezuma"):
-        apply_preset("montezuma-nodk", {"env": "venture"})
+def test_downscale_dynamic_stops_explorations_at_a_life_loss_with_regions_and_the_guard():
+    """The no-DK preset carries the three flags of docs/studies/2026-12-06-no-dk-preset.md;
+    it is valid on any game, and --episode-end life asks for the stop to be turned off."""
+    cfg = apply_preset("downscale-dynamic", {"env": "venture"})
+    assert cfg.stop_at_life_loss is True and cfg.episode_end == "game"
+    assert cfg.region_power == 1.0 and cfg.dynamic_min_cells == 0.5
+    cfg.validate()
+    with pytest.raises(ConfigError, match="add --stop-at-life-loss false"):
+        apply_preset("downscale-dynamic", {"episode_end": "life"}).validate()
+    life = {"episode_end": "life", "stop_at_life_loss": False}
+    apply_preset("downscale-dynamic", life).validate()
 
 
-def test_montezuma_nodk_runs_and_replays(tmp_path):
+def test_downscale_dynamic_runs_and_replays_on_montezuma(tmp_path):
     d = tmp_path / "nodk"
     r = _cli(
-        "run", "--preset", "montezuma-nodk", "--total-frames", "12000", "--dynamic-first",
+        "run", "--preset", "downscale-dynamic", "--total-frames", "12000", "--dynamic-first",
         "2000", "--n-workers", "1", "--run-dir", str(d),
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     assert "cells: now " in r.stdout
     final = json.loads((d / "final.json").read_text())
-    assert final["verified"] and final["preset"] == "montezuma-nodk"
+    assert final["verified"] and final["preset"] == "downscale-dynamic"
     cfg = json.loads((d / "config.json").read_text())
     assert cfg["stop_at_life_loss"] is True and cfg["region_power"] == 1.0
 
