@@ -7,6 +7,7 @@ term against region sizes counted from the frames."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections import Counter
 
@@ -241,6 +242,8 @@ def test_generic_game_just_works_with_the_preset_and_the_report_shows_the_choice
     assert "cells: now " in r.stdout  # each choice is reported as it happens
     final = final_json(d)
     assert final["verified"] and final["preset"] == "downscale-dynamic"
+    cfg = json.loads((d / "config.json").read_text())
+    assert cfg["stop_at_life_loss"] is True and cfg["region_power"] == 1.0
     dyn = final["dynamic_cells"]
     assert dyn["changes"] >= 1 and dyn["cell_repr"] is not None
     assert dyn["frame_bytes_per_cell"] > 0

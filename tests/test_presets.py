@@ -53,20 +53,6 @@ def test_downscale_dynamic_stops_explorations_at_a_life_loss_with_regions_and_th
     apply_preset("downscale-dynamic", life).validate()
 
 
-def test_downscale_dynamic_runs_and_replays_on_montezuma(tmp_path):
-    d = tmp_path / "nodk"
-    r = _cli(
-        "run", "--preset", "downscale-dynamic", "--total-frames", "12000", "--dynamic-first",
-        "2000", "--n-workers", "1", "--run-dir", str(d),
-    )  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "cells: now " in r.stdout
-    final = json.loads((d / "final.json").read_text())
-    assert final["verified"] and final["preset"] == "downscale-dynamic"
-    cfg = json.loads((d / "config.json").read_text())
-    assert cfg["stop_at_life_loss"] is True and cfg["region_power"] == 1.0
-
-
 def test_unknown_preset_and_wrong_game_are_named():
     with pytest.raises(ConfigError, match="unknown; choose one of: reference, montezuma-dk"):
         apply_preset("fast", {})
