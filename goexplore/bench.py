@@ -461,10 +461,11 @@ def selection_dk_bench(
     ``overrides``: config fields set on top of the preset (e.g. every term on).
     Cells score one of 40 levels; a new cell in every ``new_score_every``-th batch
     brings a new score (the score-rank term then recomputes every weight; 8 of the
-    first 123 batches of a montezuma-dk run did). ``region_power`` in ``overrides``
-    turns the region term on (outside the preset: it needs dynamic cells), each cell's
-    region its (level, room); every new cell changes a region's size, so every batch
-    then recomputes every weight. ms per batch: median, mean and max."""
+    first 123 batches of a montezuma-dk run did). ``region_power`` and
+    ``region_chosen_power`` in ``overrides`` turn the region terms on (outside the preset:
+    they need dynamic cells), each cell's region its (level, room); every new cell changes
+    a region's size and every pick its picks, so every batch then recomputes every weight.
+    ms per batch: median, mean and max."""
     from goexplore.archive import Archive
     from goexplore.cells import make_cells
     from goexplore.presets import apply_preset
@@ -472,6 +473,8 @@ def selection_dk_bench(
 
     overrides = dict(overrides or {})
     region_power = float(overrides.pop("region_power", 0.0))
+    region_chosen = float(overrides.pop("region_chosen_power", 0.0))
+    regions = bool(region_power or region_chosen)
     cfg = apply_preset("montezuma-dk", overrides)
     rep = make_cells(cfg)
     rng = np.random.default_rng(seed)
@@ -501,11 +504,13 @@ def selection_dk_bench(
         arrays,
         [b"\x01state"] * n_cells,
         where="synthetic",
-        params=dataclasses.replace(SelectionParams.from_config(cfg), region=region_power),
+        params=dataclasses.replace(
+            SelectionParams.from_config(cfg), region=region_power, region_chosen=region_chosen
+        ),
         rep=rep,
         level_fact=3,
     )
-    if region_power:
+    if regions:
         for i, k in enumerate(base[:, :2].tolist()):
             a.set_region(i, bytes(k))
     load = time.perf_counter() - t
@@ -522,7 +527,7 @@ def selection_dk_bench(
             fresh = j == 0 and b % new_score_every == new_score_every - 1
             score = 100.0 * (40 + b) if fresh else 100.0 * int(rng.integers(0, 40))
             i = a.add(k, b"\x01state", score, 10, 0, 5, (k[1], 0, 0, k[0], 0))
-            if region_power:
+            if regions:
                 a.set_region(i, k[:2])
         add_times.append((time.perf_counter() - t) / new)
         t = time.perf_counter()

@@ -32,6 +32,7 @@ WEIGHTS = COUNT_WEIGHTS + (
     "score_weight",
     "low_level_weight",
     "region_power",
+    "region_chosen_power",
     "lives_power",
 )
 
@@ -198,10 +199,16 @@ class Config:
         "selection (downscale-dynamic): the weight times (cells in the cell's region)^-power; "
         "a region: the cells whose frames share one coarse downscale (--region-cells); 0: off",
     )
+    region_chosen_power: float = _f(
+        0.0,
+        "selection (downscale-dynamic): the weight times (1 + the picks of the cells in the "
+        "cell's region, each counted since the cell was last set)^-power: regions picked "
+        "often weigh less than new ones; 0: off",
+    )
     region_cells: str = _f(
         "4x4x8",
         "downscale-dynamic: the coarse downscale WIDTHxHEIGHTxLEVELS that groups cells into "
-        "regions for --region-power (levels as --cell-levels)",
+        "regions for --region-power and --region-chosen-power (levels as --cell-levels)",
     )
     low_level_weight: float = _f(
         1.0, "selection: weight factor low_level_weight^(max level - level)"
@@ -332,12 +339,13 @@ class Config:
             parse_downscale(self.region_cells)
         except ValueError as e:
             return [f"region-cells: {e}"]
-        power = self.region_power
-        if isinstance(power, (int, float)) and power > 0 and self.cells != "downscale-dynamic":
-            return [
-                "region-power: needs --cells downscale-dynamic (regions group cells by their "
-                f"frames), got --cells {self.cells}"
-            ]
+        for name in ("region_power", "region_chosen_power"):
+            power = getattr(self, name)
+            if isinstance(power, (int, float)) and power > 0 and self.cells != "downscale-dynamic":
+                return [
+                    f"{name.replace('_', '-')}: needs --cells downscale-dynamic (regions group "
+                    f"cells by their frames), got --cells {self.cells}"
+                ]
         if self.dynamic_start:
             try:
                 parse_downscale(self.dynamic_start)

@@ -53,7 +53,8 @@ of recent frames, and re-key the archive when it changes.
 * **Regions** (``region_power``, not in the paper; 0 turns it off): each cell
   also belongs to the region of its frame under a fixed coarse downscale
   (``region_cells``, 4x4 with 9 grey levels by default), whose size the
-  selection divides by (:mod:`goexplore.selection`). Regions are computed from
+  selection divides by (:mod:`goexplore.selection`); ``region_chosen_power``
+  also divides by a power of one plus the picks of the region's cells. Regions are computed from
   the kept frames, so they are rebuilt exactly after a re-keying or a resume
   and are not checkpointed.
 """
@@ -262,7 +263,7 @@ class DynamicState:
 
     def use_regions(self, cfg) -> None:
         """Group cells into regions when the config's region term is on."""
-        on = bool(cfg.region_power)
+        on = bool(cfg.region_power or cfg.region_chosen_power)
         self.regions = DynamicDownscaleCells(parse_downscale(cfg.region_cells)) if on else None
 
     def set_region(self, archive: Archive, i: int, blob: bytes) -> None:

@@ -10,7 +10,7 @@ missing left/right and up/down neighbours and whether it holds the most items
           + horiz * missing_lr + vert * missing_ud + keys * holds_most
           + keys_ahead * ahead + score / sqrt(score_rank) )
         * low_level_weight ** (max_level - level) * region_cells ** -region
-        * (1 + lives) ** lives_power
+        * (1 + region_chosen) ** -region_chosen_power * (1 + lives) ** lives_power
 
 (Ecoffet et al. 2019, section 2.1 and appendix A.5; the original code's
 ``WeightedSelector``). Terms whose weight is 0 are left out, and a power of
@@ -30,7 +30,10 @@ every cell alone at its place, most of a growing map). Another of our own:
 ``lives`` is the lives the cell's state has left (the emulator's count, any
 Atari game): when an episode ends only at game over, the same place is reached
 again with fewer lives, and ``(1 + lives) ** lives_power`` favours the copy
-that can still lose one.
+that can still lose one. And ``region_chosen``, the picks of the cells in the cell's
+region (each counted since the cell was last set, as ``chosen``): a domain-free
+frontier term, the region-level count that makes screens picked often weigh
+less than screens found lately.
 
 :class:`PlaceTerms` keeps the map terms up to date as cells arrive: a new
 cell changes the terms of at most its four neighbours and of the cells at its
@@ -68,6 +71,7 @@ class SelectionParams:
     seen_start: bool = False  # seen also counts the cell an episode starts from
     region: float = 0.0  # power of 1 / (cells in the cell's region)
     lives: float = 0.0  # power of (1 + lives left)
+    region_chosen: float = 0.0  # power of 1 / (1 + picks of the region's cells)
 
     @classmethod
     def from_config(cls, cfg) -> SelectionParams:
@@ -87,6 +91,7 @@ class SelectionParams:
             cfg.seen_start,
             cfg.region_power,
             cfg.lives_power,
+            cfg.region_chosen_power,
         )
 
     @property
@@ -96,6 +101,10 @@ class SelectionParams:
     @property
     def uses_levels(self) -> bool:
         return self.low_level_weight != 1.0
+
+    @property
+    def uses_regions(self) -> bool:
+        return bool(self.region or self.region_chosen)
 
     @property
     def pick_counters(self) -> bool:
@@ -160,14 +169,21 @@ def cell_weights(
     return w
 
 
-def region_factors(p: SelectionParams, region_cells: np.ndarray) -> np.ndarray:
-    """``region_cells ** -region`` per cell (a count of 0, no region yet, counts as 1)."""
+def region_factors(
+    p: SelectionParams, region_cells: np.ndarray, region_chosen: np.ndarray | None = None
+) -> np.ndarray:
+    """``region_cells ** -region * (1 + region_chosen) ** -region_chosen`` per cell or
+    region (a cell count of 0, no region yet, counts as 1)."""
     c = np.maximum(region_cells, 1).astype(np.float64)
     if p.region == 1.0:
-        return 1.0 / c
-    if p.region == 0.5:
-        return 1.0 / np.sqrt(c)
-    return c**-p.region
+        f = 1.0 / c
+    elif p.region == 0.5:
+        f = 1.0 / np.sqrt(c)
+    else:
+        f = c**-p.region
+    if p.region_chosen:
+        f = f * _count_term(np.asarray(region_chosen, np.float64), 1.0, p.region_chosen)
+    return f
 
 
 def score_weights(

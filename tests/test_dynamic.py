@@ -532,6 +532,12 @@ def _check_regions_against_frames(p):
         ahead=a.ahead[ids],
     )
     want = base / np.maximum(sizes, 1) ** p.cfg.region_power
+    if p.cfg.region_chosen_power:  # picks of the region's cells, summed here by frame key
+        picks = Counter()
+        for i in live:
+            picks[key[i]] += int(a.chosen[i])
+        region_picks = np.array([picks[key[i]] if i in key else 0 for i in range(a.n)])
+        want = want / (1.0 + region_picks) ** p.cfg.region_chosen_power
     np.testing.assert_allclose(a.weights_of(ids), want, rtol=1e-12)
     return count
 
@@ -568,10 +574,42 @@ def test_region_term_changes_the_search_and_survives_a_resume(tmp_path):
     _weights_are_current(same)
 
 
+@pytest.mark.parametrize("region_power", [1.0, 0.0])
+def test_region_chosen_term_divides_by_the_picks_of_each_region_and_survives_a_resume(
+    tmp_path, region_power
+):
+    flags = dict(TOY_REGION, region_power=region_power, region_chosen_power=0.5)
+    runs = [run_ours("toy", 2, 30_000, w, **flags) for w in (1, 2)]
+    p = runs[0]
+    count = _check_regions_against_frames(p)
+    assert len(count) >= 3
+    a = p.archive
+    picks = np.bincount(a.region[: a.n], weights=a.chosen[: a.n])
+    assert len(set(picks[a.region[: a.n]].tolist())) >= 2  # regions' picks differ
+    _same_archive(p, runs[1])
+    for q in runs:
+        _weights_are_current(q)
+    without = run_ours("toy", 2, 30_000, 1, **dict(flags, region_chosen_power=0.0))
+    assert archive_table(without)["cells"] != archive_table(p)["cells"]  # the term acts
+    cfg = Config(env="toy", seed=2, total_frames=30_000, n_workers=1, **flags)
+    _run(cfg, tmp_path / "same", stop_after=6)
+    _check_regions_against_frames(load_run(tmp_path / "same"))  # the picks from the checkpoint
+    same = _run(cfg, tmp_path / "same", resume="auto")
+    _same_archive(p, same)
+    _weights_are_current(same)
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+
+
 @pytest.mark.parametrize(
     "flags,message",
     [
         (dict(region_power=1.0), "region-power: needs --cells downscale-dynamic"),
+        (dict(region_chosen_power=0.5), "region-chosen-power: needs --cells downscale-dynamic"),
+        (
+            dict(cells="downscale-dynamic", region_chosen_power=-1.0),
+            "region-chosen-power: must be a finite",
+        ),
         (dict(cells="downscale-dynamic", region_cells="4x4"), "region-cells: must be WIDTHx"),
         (dict(cells="downscale-dynamic", region_cells="0x4x8"), "width and height must be"),
         (dict(cells="downscale-dynamic", region_power=-1.0), "region-power: must be a finite"),

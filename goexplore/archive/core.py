@@ -119,6 +119,7 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         self._region_count = np.zeros(8, np.int64)
         self._region_dirty: set[int] = set()  # regions whose size changed since the weights
         self._region_factor = np.ones(8)  # cells ** -power per 1 + id (slot 0: 1)
+        self._region_picks: np.ndarray | None = None  # picks per 1 + id (region-chosen term)
 
     def _alloc(self, cap: int) -> None:
         n = self.n
@@ -190,6 +191,8 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         self.lives[i] = lives
         self.facts[i] = facts
         if new or self.params.reset_on_update:
+            if self._region_picks is not None:
+                self._region_picks[self.region[i]] -= self.chosen[i]
             self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = self.steps[i] = 0
         if self.level_fact is not None and not self.is_done[i]:
             old = None if new else int(self.level[i])

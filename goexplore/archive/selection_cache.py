@@ -80,7 +80,7 @@ class SelectionCache:
             self._touched.append(np.array(self._touched_ids, np.int64))
             ids = np.unique(np.concatenate(self._touched))
         p = self.params
-        if not (p.score or p.region):
+        if not (p.score or p.uses_regions):
             if ids is not None:
                 self.weight[ids] = self._base_weights(ids)
         else:  # the score and region terms apart: they change every cell's weight (the
@@ -89,16 +89,16 @@ class SelectionCache:
                 self.weight0[ids] = self._base_weights(ids)
             if p.score and self._rank_of is None:
                 ids = slice(0, self.n)
-            if not p.region:
+            if not p.uses_regions:
                 if ids is not None:
                     self.weight[ids] = self.weight0[ids] + self._score_weights(ids)
             else:
                 if ids is not None:
                     w0 = self.weight0[ids]
                     self.weight1[ids] = w0 + self._score_weights(ids) if p.score else w0
-                if self._region_dirty:  # one gather for every cell: cheaper than finding
-                    self._update_region_factors()  # the cells of the changed regions
-                    ids = slice(0, self.n)
+                if self._region_dirty or p.region_chosen:  # one gather for every cell:
+                    self._update_region_factors()  # cheaper than finding the cells of the
+                    ids = slice(0, self.n)  # changed regions (every pick changes one)
                 if ids is not None:
                     self.weight[ids] = self.weight1[ids] * self._region_factor[self.region[ids]]
         if ids is not None:
@@ -108,10 +108,33 @@ class SelectionCache:
             self._csum_from = min(self._csum_from, first)
 
     def _update_region_factors(self) -> None:
-        """``cells ** -region`` of each region whose size changed."""
+        """The region factor of each region whose size changed (of every region with
+        the region-chosen term, whose picks change with every batch)."""
+        if self.params.region_chosen:
+            self._region_dirty.clear()
+            self._region_factor = region_factors(
+                self.params, self._region_count, self._region_chosen()
+            )
+            self._region_factor[0] = 1.0
+            return
         dirty = np.fromiter(self._region_dirty, np.int64, len(self._region_dirty))
         self._region_dirty.clear()
         self._region_factor[dirty] = region_factors(self.params, self._region_count[dirty])
+
+    def _region_chosen(self) -> np.ndarray:
+        """Per 1 + region id, the picks of its cells (each since the cell was last set):
+        counted from the cells once, then kept as cells are picked, reset or move."""
+        if self._region_picks is None:
+            n, size = self.n, len(self._region_count)
+            c = np.bincount(self.region[:n], weights=self.chosen[:n], minlength=size)
+            self._region_picks = c[:size].astype(np.int64)
+        return self._region_picks
+
+    def _region_factor_of(self, ids: np.ndarray) -> np.ndarray:
+        """The region factor of cells ``ids`` from the current counts."""
+        r = self.region[ids]
+        chosen = self._region_chosen()[r] if self.params.region_chosen else None
+        return np.where(r > 0, region_factors(self.params, self._region_count[r], chosen), 1.0)
 
     def _count_score(self, i: int, new: bool, score: float) -> None:
         """Live cell ``i`` (``new``: just added) now holds ``score``. When the set of
@@ -158,8 +181,8 @@ class SelectionCache:
         w = self._base_weights(ids)
         if self.params.score:
             w = w + self._score_weights(ids)
-        if self.params.region:
-            w = w * region_factors(self.params, self._region_count[self.region[ids]])
+        if self.params.uses_regions:
+            w = w * self._region_factor_of(ids)
         return w
 
     def set_region(self, i: int, key: bytes) -> None:
@@ -174,9 +197,16 @@ class SelectionCache:
                 self._region_factor = np.concatenate(
                     [self._region_factor, np.ones(len(self._region_factor))]
                 )
+                if self._region_picks is not None:
+                    self._region_picks = np.concatenate(
+                        [self._region_picks, np.zeros(len(self._region_picks), np.int64)]
+                    )
         old = int(self.region[i])
         if old == rid:
             return
+        if self._region_picks is not None:
+            self._region_picks[old] -= self.chosen[i]
+            self._region_picks[rid] += self.chosen[i]
         if old:
             self._region_count[old] -= 1
             self._region_dirty.add(old)
@@ -228,6 +258,8 @@ class SelectionCache:
         ids = np.minimum(np.searchsorted(csum, u), self.n - 1)
         np.add.at(self.chosen, ids, 1)
         np.add.at(self.chosen_since_new, ids, 1)
+        if self._region_picks is not None:
+            np.add.at(self._region_picks, self.region[ids], 1)
         if self.params.pick_counters:
             self._touched.append(ids)
         mv = memoryview(self._arena)  # one copy per state (released before any add)
