@@ -191,7 +191,7 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         self.lives[i] = lives
         self.facts[i] = facts
         if new or self.params.reset_on_update:
-            if self._region_picks is not None:
+            if not new and self._region_picks is not None:  # its picks leave its region
                 self._region_picks[self.region[i]] -= self.chosen[i]
             self._seen[i] = self.chosen[i] = self.chosen_since_new[i] = self.steps[i] = 0
         if self.level_fact is not None and not self.is_done[i]:
