@@ -210,6 +210,12 @@ class Config:
         "downscale-dynamic: the coarse downscale WIDTHxHEIGHTxLEVELS that groups cells into "
         "regions for --region-power and --region-chosen-power (levels as --cell-levels)",
     )
+    region_radius: float = _f(
+        0.0,
+        "downscale-dynamic: 0: a region is one --region-cells key; r > 0: regions are "
+        "look-alike screens: a frame joins the first region whose first frame's key differs "
+        "from its own by at most r of the grey range per pixel on average, else starts one",
+    )
     low_level_weight: float = _f(
         1.0, "selection: weight factor low_level_weight^(max level - level)"
     )
@@ -339,6 +345,11 @@ class Config:
             parse_downscale(self.region_cells)
         except ValueError as e:
             return [f"region-cells: {e}"]
+        r = self.region_radius
+        if not isinstance(r, (int, float)) or not 0.0 <= r < 1.0:
+            return [f"region-radius: must be in [0, 1) (0: one region per key), got {r!r}"]
+        if r and not (self.region_power or self.region_chosen_power):
+            return ["region-radius: only with --region-power or --region-chosen-power"]
         for name in ("region_power", "region_chosen_power"):
             power = getattr(self, name)
             if isinstance(power, (int, float)) and power > 0 and self.cells != "downscale-dynamic":

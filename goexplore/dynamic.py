@@ -54,9 +54,11 @@ of recent frames, and re-key the archive when it changes.
   also belongs to the region of its frame under a fixed coarse downscale
   (``region_cells``, 4x4 with 9 grey levels by default), whose size the
   selection divides by (:mod:`goexplore.selection`); ``region_chosen_power``
-  also divides by a power of one plus the picks of the region's cells. Regions are computed from
-  the kept frames, so they are rebuilt exactly after a re-keying or a resume
-  and are not checkpointed.
+  also divides by a power of one plus the picks of the region's cells. With
+  ``region_radius`` > 0 a region is instead a cluster of look-alike screens
+  (:class:`Regions`). Regions are computed from the kept frames (and, with a
+  radius, the checkpointed first key of each region), so they are rebuilt
+  exactly after a re-keying or a resume.
 """
 
 from __future__ import annotations
@@ -239,6 +241,58 @@ def best_entries(entries: Entries, n: int) -> np.ndarray:
     return np.sort(order[:n])
 
 
+# --- regions ---------------------------------------------------------------------------------
+_REGION_ID = np.dtype("<u4")
+
+
+class Regions:
+    """Groups frames into regions for the region terms (``region_cells``: the coarse
+    downscale W x H x L; ``region_radius``).
+
+    With radius 0 a region is one key of the coarse downscale. With radius r > 0 a
+    region is a cluster of look-alike screens: a frame joins the first region (in the
+    order they were made) whose first frame's key differs from its own by at most
+    ``r * L`` grey levels per pixel on average, else it starts a new region. A frame
+    that started a region is at distance 0 from it and the regions only grow, so every
+    frame's region, recomputed later from the same list of first frames, is the one it
+    got when it was set: the list is checkpointed, and the regions after a re-keying
+    or a resume are exact. All distances are integer sums."""
+
+    def __init__(self, whl: tuple[int, int, int], radius: float = 0.0, firsts=None):
+        w, h, levels = whl
+        self.rep = DynamicDownscaleCells(whl)
+        self.radius = float(radius)
+        self._limit = self.radius * levels * w * h  # the largest sum of differences
+        self._firsts = np.zeros((16, w * h), np.int32)
+        self.n = 0
+        if firsts is not None and radius > 0 and firsts.shape[1:] == (w * h,):
+            self._firsts = np.array(firsts, np.int32).reshape(-1, w * h)
+            self.n = len(firsts)
+
+    @property
+    def firsts(self) -> np.ndarray:
+        """The regions' first keys, in the order the regions were made."""
+        return self._firsts[: self.n].astype(np.uint8)
+
+    def key(self, frame: np.ndarray) -> bytes:
+        return self.region(self.rep.key(frame))
+
+    def region(self, key: bytes) -> bytes:
+        """The region of a coarse key (the key itself with radius 0)."""
+        if not self.radius:
+            return key
+        v = np.frombuffer(key, np.uint8).astype(np.int32)
+        if self.n:
+            hit = np.flatnonzero(np.abs(self._firsts[: self.n] - v).sum(1) <= self._limit)
+            if hit.size:
+                return _REGION_ID.type(hit[0]).tobytes()
+        if self.n == len(self._firsts):
+            self._firsts = np.concatenate([self._firsts, np.zeros_like(self._firsts)])
+        self._firsts[self.n] = v
+        self.n += 1
+        return _REGION_ID.type(self.n - 1).tobytes()
+
+
 # --- the master's state --------------------------------------------------------------------------
 @dataclass
 class DynamicState:
@@ -252,7 +306,8 @@ class DynamicState:
     last: int = 0  # agent steps at the last choice
     history: list[dict] = field(default_factory=list)
     codec: FrameCodec = field(default_factory=FrameCodec)
-    regions: DynamicDownscaleCells | None = None  # the coarse downscale (region term on)
+    regions: Regions | None = None  # the region terms' grouping (None: terms off)
+    region_firsts: np.ndarray | None = None  # from a checkpoint, until use_regions
 
     @classmethod
     def start(cls, cfg, n_facts: int) -> DynamicState:
@@ -264,7 +319,9 @@ class DynamicState:
     def use_regions(self, cfg) -> None:
         """Group cells into regions when the config's region term is on."""
         on = bool(cfg.region_power or cfg.region_chosen_power)
-        self.regions = DynamicDownscaleCells(parse_downscale(cfg.region_cells)) if on else None
+        whl = parse_downscale(cfg.region_cells)
+        self.regions = Regions(whl, cfg.region_radius, self.region_firsts) if on else None
+        self.region_firsts = None
 
     def set_region(self, archive: Archive, i: int, blob: bytes) -> None:
         """Cell ``i`` of ``archive`` now holds the frame ``blob`` (DONE: none): its
@@ -276,10 +333,11 @@ class DynamicState:
         """Every cell's region from its frame (after a re-keying or a resume)."""
         if self.regions is None:
             return
-        keys = frame_keys(self.regions, self.frames, archive.is_done[: archive.n], self.codec)
+        regions = self.regions
+        keys = frame_keys(regions.rep, self.frames, archive.is_done[: archive.n], self.codec)
         for i, k in enumerate(keys):
             if k != DONE_KEY:
-                archive.set_region(i, k)
+                archive.set_region(i, regions.region(k))
 
     def interval(self, cfg) -> int:
         """Agent steps from the last choice to the next: dynamic_first, doubling
@@ -439,6 +497,8 @@ class DynamicState:
             out[name + "_len"] = np.fromiter(map(len, blobs), np.int64, len(blobs))
         for k, v in self.shadow.arrays.items():
             out["shadow_" + k] = v
+        if self.regions is not None and self.regions.radius:
+            out["region_firsts"] = self.regions.firsts
         return out
 
     @classmethod
@@ -460,6 +520,10 @@ class DynamicState:
             if len(d.frames) != n_cells:
                 raise CheckpointError(f"{where}: {len(d.frames)} frames for {n_cells} cells")
             d.sample = dict.fromkeys(blobs("sample"))
+            firsts = arrays.get("region_firsts")
+            if firsts is not None and (firsts.ndim != 2 or firsts.dtype != np.uint8):
+                raise CheckpointError(f"{where}: 'region_firsts' is not a 2-D uint8 array")
+            d.region_firsts = firsts
             sa = {k: arrays["shadow_" + k] for k in ENTRY_ARRAYS}
             d.shadow = Entries(sa, blobs("shadow_states"), blobs("shadow_frames"))
             m = len(d.shadow.states)

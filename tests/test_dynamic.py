@@ -512,6 +512,14 @@ def _check_regions_against_frames(p):
     whl = parse_downscale(p.cfg.region_cells)
     live = [i for i in range(a.n) if not a.is_done[i]]
     key = {i: reference_key(d.codec.decompress(d.frames[i]), *whl) for i in live}
+    if p.cfg.region_radius:  # a key's region: the first region whose first key is near
+        firsts = d.regions.firsts.astype(np.int64)
+        limit = p.cfg.region_radius * whl[2] * whl[0] * whl[1]
+        for j in range(1, len(firsts)):  # a region starts only far from every earlier one
+            assert (np.abs(firsts[:j] - firsts[j]).sum(1) > limit).all()
+        for i in live:
+            dist = np.abs(firsts - np.frombuffer(key[i], np.uint8)).sum(1)
+            key[i] = int(np.flatnonzero(dist <= limit)[0])
     count = Counter(key.values())
     sizes = a.region_sizes()
     assert [int(sizes[i]) for i in live] == [count[key[i]] for i in live]
@@ -601,9 +609,46 @@ def test_region_chosen_term_divides_by_the_picks_of_each_region_and_survives_a_r
     assert failures == [] and played > 0
 
 
+# regions as look-alike screens: a 6x6 downscale at full grey depth, within 5% per pixel
+TOY_RADIUS = dict(TOY_DYN, region_power=1.0, region_cells="6x6x255", region_radius=0.05)
+
+
+def test_region_radius_groups_look_alike_frames_for_1_and_2_workers_and_across_a_resume(
+    tmp_path,
+):
+    runs = [run_ours("toy", 2, 30_000, w, **TOY_RADIUS) for w in (1, 2)]
+    p = runs[0]
+    assert sum(e["changed"] for e in p.dynamic.history) >= 2  # regions rebuilt after re-keying
+    count = _check_regions_against_frames(p)
+    assert len(count) >= 3 and len(set(count.values())) >= 2, count
+    by_key = run_ours("toy", 2, 30_000, 1, **dict(TOY_RADIUS, region_radius=0.0))
+    assert len(count) < len(_check_regions_against_frames(by_key))  # regions merge keys
+    _same_archive(p, runs[1])
+    np.testing.assert_array_equal(p.dynamic.regions.firsts, runs[1].dynamic.regions.firsts)
+    cfg = Config(env="toy", seed=2, total_frames=30_000, n_workers=1, **TOY_RADIUS)
+    full = _run(cfg, tmp_path / "full")
+    _run(cfg, tmp_path / "same", stop_after=6)
+    _check_regions_against_frames(load_run(tmp_path / "same"))  # firsts from the checkpoint
+    same = _run(cfg, tmp_path / "same", resume="auto")
+    _same_archive(full, same)
+    np.testing.assert_array_equal(same.archive.region_sizes(), full.archive.region_sizes())
+    np.testing.assert_array_equal(same.dynamic.regions.firsts, full.dynamic.regions.firsts)
+    _weights_are_current(same)
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+
+
 @pytest.mark.parametrize(
     "flags,message",
     [
+        (
+            dict(cells="downscale-dynamic", region_power=1.0, region_radius=1.0),
+            "region-radius: must be in",
+        ),
+        (
+            dict(cells="downscale-dynamic", region_radius=0.1),
+            "region-radius: only with --region-power",
+        ),
         (dict(region_power=1.0), "region-power: needs --cells downscale-dynamic"),
         (dict(region_chosen_power=0.5), "region-chosen-power: needs --cells downscale-dynamic"),
         (
