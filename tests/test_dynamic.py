@@ -13,6 +13,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import archive_table, run_ours
 from runutil import assert_same_run, cli, load_meta, run_args
 from test_crash import _assert_intact, _finish, _kill_run
@@ -24,7 +26,7 @@ from goexplore.config import Config, parse_downscale
 from goexplore.cells.downscale import reference_key
 from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
 from goexplore.demos import verify_archive
-from goexplore.dynamic import Entries, choose, distinct_counts, rekey, split_score
+from goexplore.dynamic import Entries, Regions, choose, distinct_counts, rekey, split_score
 from goexplore.errors import CheckpointError, ConfigError
 from goexplore.phase1 import load_run
 from goexplore.selection import cell_weights
@@ -611,6 +613,35 @@ def test_region_chosen_term_divides_by_the_picks_of_each_region_and_survives_a_r
 
 # regions as look-alike screens: a 6x6 downscale at full grey depth, within 5% per pixel
 TOY_RADIUS = dict(TOY_DYN, region_power=1.0, region_cells="6x6x255", region_radius=0.05)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    keys=st.lists(st.lists(st.integers(0, 6), min_size=4, max_size=4), min_size=1, max_size=40),
+    radius=st.sampled_from([0.1, 0.25, 0.5]),
+)
+def test_regions_by_radius_match_a_plain_grouping_and_a_regrouping_from_their_firsts(keys, radius):
+    """Each key joins the first earlier region whose first key is within radius x levels
+    per pixel on average (a plain loop here), and the same keys grouped again from the
+    first keys alone, in any order, land in the same regions."""
+    whl = (2, 2, 6)
+    regions = Regions(whl, radius)
+    got = [int.from_bytes(regions.region(bytes(k)), "little") for k in keys]
+    firsts: list[list[int]] = []
+    want = []
+    for k in keys:
+        near = [
+            j for j, f in enumerate(firsts) if sum(abs(a - b) for a, b in zip(f, k)) <= radius * 24
+        ]
+        if not near:
+            firsts.append(k)
+        want.append(near[0] if near else len(firsts) - 1)
+    assert got == want
+    np.testing.assert_array_equal(regions.firsts, np.array(firsts, np.uint8).reshape(-1, 4))
+    again = Regions(whl, radius, regions.firsts)
+    for i in reversed(range(len(keys))):
+        assert int.from_bytes(again.region(bytes(keys[i])), "little") == got[i]
+    assert again.n == regions.n  # no new region
 
 
 def test_region_radius_groups_look_alike_frames_for_1_and_2_workers_and_across_a_resume(
