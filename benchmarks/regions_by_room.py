@@ -1,10 +1,13 @@
-"""How well a coarse downscale's regions follow Montezuma's rooms, and where the picks
-of a run's latest checkpoint would go with the region term: for each ``--shape``, the
-number of regions, the share of the cells whose room is their region's most common
-room, and rooms 1-4's share of the expected picks (and the best-score cells') with the
-archive's own weights divided by the region sizes to ``--power``.
+"""How well regions follow a game's rooms (Montezuma's rooms, Pitfall's scenes), and
+where the picks of a run's latest checkpoint would go with the region term: for each
+``--shape``, the number of regions, the share of the cells whose room is their region's
+most common room, the regions per room, and rooms 1-4's share of the expected picks
+(and the best-score cells') with the archive's own weights divided by the region sizes
+to ``--power``. A shape ``WxHxL@R`` groups by ``--region-radius R`` (the cells taken
+in archive order, as a run would meet them).
 
-    python benchmarks/regions_by_room.py RUN_DIR [--shape 4x4x8 ...] [--power 1 ...]
+    python benchmarks/regions_by_room.py RUN_DIR [--shape 4x4x8 --shape 16x16x255@0.01 ...]
+      [--power 1 ...]
 """
 
 from __future__ import annotations
@@ -19,9 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from goexplore.cells.dynamic import DynamicDownscaleCells
 from goexplore.config import parse_downscale
-from goexplore.dynamic import frame_keys
+from goexplore.dynamic import Regions, frame_keys
 from goexplore.phase1 import load_run
 
 
@@ -52,19 +54,18 @@ def main(argv: list[str]) -> int:
     )
     frames = [d.frames[i] for i in live.tolist()]
     for shape in shapes:
-        keys = frame_keys(
-            DynamicDownscaleCells(parse_downscale(shape)),
-            frames,
-            np.zeros(len(live), bool),
-            d.codec,
-        )
+        cells, _, radius = shape.partition("@")
+        regions = Regions(parse_downscale(cells), float(radius or 0))
+        keys = frame_keys(regions.rep, frames, np.zeros(len(live), bool), d.codec)
         ids: dict[bytes, int] = {}
-        g = np.array([ids.setdefault(k, len(ids)) for k in keys])
+        g = np.array([ids.setdefault(regions.region(k), len(ids)) for k in keys])
         size = np.bincount(g)
         common = sum(Counter(room[g == j].tolist()).most_common(1)[0][1] for j in range(len(size)))
+        per_room = np.mean([len(set(g[room == r].tolist())) for r in set(room.tolist())])
         line = [
             f"  {shape}: {len(size)} regions, "
-            f"{common / len(live):.1%} of cells in their region's room"
+            f"{common / len(live):.1%} of cells in their region's room, "
+            f"{per_room:.1f} regions per room"
         ]
         for pw in powers:
             ww = w * size[g] ** -pw
