@@ -265,7 +265,7 @@ class Regions:
         self._limit = self.radius * levels * w * h  # the largest sum of differences
         self._firsts = np.zeros((16, w * h), np.int32)
         self.n = 0
-        if firsts is not None and radius > 0 and firsts.shape[1:] == (w * h,):
+        if firsts is not None and radius > 0:
             self._firsts = np.array(firsts, np.int32).reshape(-1, w * h)
             self.n = len(firsts)
 
@@ -308,6 +308,7 @@ class DynamicState:
     codec: FrameCodec = field(default_factory=FrameCodec)
     regions: Regions | None = None  # the region terms' grouping (None: terms off)
     region_firsts: np.ndarray | None = None  # from a checkpoint, until use_regions
+    region_where: str = "dynamic.npz"  # the checkpoint file they came from
 
     @classmethod
     def start(cls, cfg, n_facts: int) -> DynamicState:
@@ -320,7 +321,13 @@ class DynamicState:
         """Group cells into regions when the config's region term is on."""
         on = bool(cfg.region_power or cfg.region_chosen_power)
         whl = parse_downscale(cfg.region_cells)
-        self.regions = Regions(whl, cfg.region_radius, self.region_firsts) if on else None
+        firsts = self.region_firsts
+        if on and cfg.region_radius and firsts is not None and firsts.shape[1] != whl[0] * whl[1]:
+            raise CheckpointError(
+                f"{self.region_where}: 'region_firsts' rows hold {firsts.shape[1]} values, but "
+                f"--region-cells {cfg.region_cells} makes keys of {whl[0] * whl[1]}"
+            )
+        self.regions = Regions(whl, cfg.region_radius, firsts) if on else None
         self.region_firsts = None
 
     def set_region(self, archive: Archive, i: int, blob: bytes) -> None:
@@ -523,7 +530,7 @@ class DynamicState:
             firsts = arrays.get("region_firsts")
             if firsts is not None and (firsts.ndim != 2 or firsts.dtype != np.uint8):
                 raise CheckpointError(f"{where}: 'region_firsts' is not a 2-D uint8 array")
-            d.region_firsts = firsts
+            d.region_firsts, d.region_where = firsts, where
             sa = {k: arrays["shadow_" + k] for k in ENTRY_ARRAYS}
             d.shadow = Entries(sa, blobs("shadow_states"), blobs("shadow_frames"))
             m = len(d.shadow.states)

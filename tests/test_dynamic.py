@@ -26,7 +26,15 @@ from goexplore.config import Config, parse_downscale
 from goexplore.cells.downscale import reference_key
 from goexplore.cells.dynamic import DynamicDownscaleCells, FrameCodec
 from goexplore.demos import verify_archive
-from goexplore.dynamic import Entries, Regions, choose, distinct_counts, rekey, split_score
+from goexplore.dynamic import (
+    DynamicState,
+    Entries,
+    Regions,
+    choose,
+    distinct_counts,
+    rekey,
+    split_score,
+)
 from goexplore.errors import CheckpointError, ConfigError
 from goexplore.phase1 import load_run
 from goexplore.selection import cell_weights
@@ -642,6 +650,14 @@ def test_regions_by_radius_match_a_plain_grouping_and_a_regrouping_from_their_fi
     for i in reversed(range(len(keys))):
         assert int.from_bytes(again.region(bytes(keys[i])), "little") == got[i]
     assert again.n == regions.n  # no new region
+
+
+def test_region_firsts_that_do_not_fit_the_region_cells_are_an_error():
+    cfg = Config(env="toy", **TOY_RADIUS)
+    d = DynamicState.start(cfg, 0)
+    d.region_firsts = np.zeros((3, 16), np.uint8)  # 4x4 keys, but the config makes 6x6
+    with pytest.raises(CheckpointError, match="'region_firsts' rows hold 16 values.*6x6x255"):
+        d.use_regions(cfg)
 
 
 def test_region_radius_groups_look_alike_frames_for_1_and_2_workers_and_across_a_resume(
