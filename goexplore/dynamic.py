@@ -287,7 +287,9 @@ class Regions:
             if hit.size:
                 return _REGION_ID.type(hit[0]).tobytes()
         if self.n == len(self._firsts):
-            self._firsts = np.concatenate([self._firsts, np.zeros_like(self._firsts)])
+            grown = np.zeros((max(16, 2 * self.n), self._firsts.shape[1]), np.int32)
+            grown[: self.n] = self._firsts[: self.n]
+            self._firsts = grown
         self._firsts[self.n] = v
         self.n += 1
         return _REGION_ID.type(self.n - 1).tobytes()
