@@ -469,3 +469,63 @@ def test_a_short_run_ends_with_a_metrics_row_and_compares(tmp_path):
     r = cli(["compare", *map(str, runs), "--out", str(tmp_path / "page")])
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "page" / "index.html").exists()
+
+
+# --- --until: the runs as they stood at a budget ------------------------------------------
+
+ROWS_LONG = [
+    _row(f, 100.0 * i, 50.0 * i, 100 * i, i, 0)
+    for i, f in enumerate(
+        (400_000, 1_000_000, 1_700_000, 2_600_000, 3_000_000, 3_400_000, 5_200_000), 1
+    )
+]
+
+
+def test_until_cuts_longer_runs_and_leaves_shorter_ones(tmp_path):
+    final_long = dict(FINAL_A, frames_total=5_300_000, max_archive_score=9_999.0, verified=True)
+    long_ = make_run(tmp_path, "long", ROWS_LONG, seed=2, preset="montezuma-dk", final=final_long)
+    short = make_run(tmp_path, "short", ROWS_A, seed=0, preset="montezuma-dk", final=FINAL_A)
+    res = compare([long_, short], tmp_path / "cmp", until=3 * M)
+    assert res.budgets == [M, 2 * M, 3 * M]  # 3M is a budget; 5M is past the cut
+    rows = {t.run_dir.name: t for t in res.rows}
+    lo, sh = rows["long"], rows["short"]
+    for b in res.budgets:
+        e = expected_at(ROWS_LONG, b)
+        assert lo.at[b] is not None and lo.at[b].frames == e["frames"]
+        assert lo.at[b].best_score == e["max_archive_score"]
+    # the long run's final figures: its last row at or before 3M, not final.json's 9,999
+    e = expected_at(ROWS_LONG, 3 * M)
+    assert (lo.final.frames, lo.final.best_score, lo.final_from, lo.verified) == (
+        3_000_000,
+        e["max_archive_score"],
+        "until",
+        None,
+    )
+    # the short run (2.05M) is as without --until, and did not reach 3M
+    assert (sh.final_from, sh.final.best_score, sh.at[3 * M]) == ("final.json", 2600.0, None)
+    html = res.html.read_text()
+    assert "<h3>3M agent steps (3,000,000)</h3>" in html and "5M agent steps" not in html
+    assert "9,999" not in html and "at or before --until" in html
+    assert "compared to 3,000,000 with --until" in html
+    # the curves read the same cut rows
+    (cut,) = [r for r in load_runs([long_], 3 * M)]
+    assert [r["frames"] for r in cut.rows] == [
+        r["frames"] for r in ROWS_LONG if r["frames"] <= 3 * M
+    ]
+    assert (cut.final, cut.frames_total) == (None, 3 * M)
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "2.5", "abc", "nan", "inf"])
+def test_until_refuses_what_is_not_a_step_count(text, capsys):
+    ap = argparse.ArgumentParser()
+    add_parser(ap.add_subparsers(dest="command"))
+    assert ap.parse_args(["compare", "x", "--until", "3e6"]).until == 3 * M
+    with pytest.raises(SystemExit):
+        ap.parse_args(["compare", "x", "--until", text])
+    assert "positive whole number of agent steps" in capsys.readouterr().err
+
+
+def test_until_in_the_api_is_checked(tmp_path):
+    d = make_run(tmp_path, "a", ROWS_A)
+    with pytest.raises(GoExploreError, match="--until must be a positive"):
+        load_runs([d], 0)

@@ -19,6 +19,10 @@ finished) and runs nothing. The page, ``DIR/index.html``, shows:
   replay-verified from reset;
 * which protocol the scores come from, and the run dirs compared.
 
+``--until STEPS`` compares the runs as they stood at STEPS agent steps: a run that went
+further counts only its metrics rows at or before STEPS (curves, tables, and its final
+figures, which then come from its last such row), and STEPS is one of the budgets.
+
 Runs written before ``preset`` and ``max_level`` existed count as preset
 "reference" and have no level curve ("-" in the tables). The page is plain
 HTML that links its PNGs by relative name, so DIR can be moved as a whole.
@@ -26,6 +30,7 @@ HTML that links its PNGs by relative name, so DIR can be moved as a whole.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from dataclasses import dataclass, field
@@ -75,6 +80,14 @@ class Run:
     rows: list[dict] = field(repr=False)
     final: dict | None = field(repr=False)
     notes: list[str] = field(default_factory=list)
+    cut: int | None = None  # --until: the run went past this many steps and stops here
+
+    def until(self, steps: int) -> Run:
+        """The run as it stood at ``steps`` agent steps (itself if it had not gone past)."""
+        if self.frames_total <= steps:
+            return self
+        rows = [r for r in self.rows if r["frames"] <= steps]
+        return Run(self.path, self.env, self.preset, self.seed, rows, None, self.notes, steps)
 
     @property
     def group(self) -> tuple[str, str]:
@@ -82,7 +95,10 @@ class Run:
 
     @property
     def frames_total(self) -> int:
-        """Agent steps the run executed: final.json's count, else its last row's."""
+        """Agent steps the run executed (to ``cut`` at most): final.json's count, else
+        its last row's."""
+        if self.cut is not None:
+            return self.cut
         if self.final is not None and isinstance(self.final.get("frames_total"), int):
             return self.final["frames_total"]
         return self.rows[-1]["frames"] if self.rows else 0
@@ -152,10 +168,15 @@ def load_run(path: Path) -> Run:
     return Run(path, env, preset, seed, rows, final, notes)
 
 
-def load_runs(run_dirs: list[Path]) -> list[Run]:
-    """Every run dir read, ordered by group (env, preset), then seed, then path."""
+def load_runs(run_dirs: list[Path], until: int | None = None) -> list[Run]:
+    """Every run dir read (each as it stood at ``until`` agent steps, if given), ordered
+    by group (env, preset), then seed, then path."""
     if not run_dirs:
         raise GoExploreError("compare: no run dirs given (give one or more RUN_DIRs)")
+    if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 1):
+        raise GoExploreError(
+            f"compare: --until must be a positive number of agent steps, got {until!r}"
+        )
     seen: dict[Path, Path] = {}
     runs = []
     for p in map(Path, run_dirs):
@@ -163,7 +184,8 @@ def load_runs(run_dirs: list[Path]) -> list[Run]:
         if key in seen:
             raise GoExploreError(f"{p}: given twice (also as {seen[key]})")
         seen[key] = p
-        runs.append(load_run(p))
+        run = load_run(p)
+        runs.append(run if until is None else run.until(until))
     return sorted(runs, key=lambda r: (r.env, r.preset, r.seed is None, r.seed or 0, str(r.path)))
 
 
@@ -264,7 +286,7 @@ class TableRow:
     at: dict[int, Figures | None]  # budget -> figures there (None: run did not reach it)
     first_level1_step: int | None  # first row with max_level >= 1
     final: Figures | None  # None: no final.json and no metrics row yet
-    final_from: str  # "final.json" or "metrics.jsonl" (in progress / interrupted)
+    final_from: str  # "final.json", "metrics.jsonl" (in progress / interrupted) or "until"
     verified: bool | None  # final.json's verdict; None without final.json
 
 
@@ -311,7 +333,7 @@ def table(runs: list[Run], budgets: list[int]) -> list[TableRow]:
             verified = verified if isinstance(verified, bool) else None
         else:
             final = Figures.of(run.rows[-1], run.rows[-1]["frames"]) if run.rows else None
-            source, verified = "metrics.jsonl", None
+            source, verified = "until" if run.cut is not None else "metrics.jsonl", None
         out.append(
             TableRow(
                 run.path,
@@ -528,11 +550,10 @@ def render(
             if t.verified
             else '<span class="bad">NO</span>'
         )
-        source = (
-            "final.json"
-            if t.final_from == "final.json"
-            else "last metrics row (no final.json: in progress or interrupted)"
-        )
+        source = {
+            "final.json": "final.json",
+            "until": "last metrics row at or before --until",
+        }.get(t.final_from, "last metrics row (no final.json: in progress or interrupted)")
         out.append(
             f"<tr>{_run_cells(t)}<td>{_fmt(None if f is None else f.frames)}</td>"
             f"{_fig_cells(f)}<td>{_fmt(t.first_level1_step)}</td><td>{verified}</td>"
@@ -553,8 +574,9 @@ def render(
             f"<li><code>{escape(str(r.path))}</code>: {escape(r.env)} / "
             f"{escape(r.preset)}, seed {DASH if r.seed is None else r.seed}, "
             f"{len(r.rows):,} metrics rows "
-            f"(last at {last:,} agent steps)"
-            f"{'' if r.final else ', no final.json'}</li>"
+            f"(last at {last:,} agent steps"
+            f"{'' if r.cut is None else f'; compared to {r.cut:,} with --until'})"
+            f"{'' if r.final or r.cut is not None else ', no final.json'}</li>"
         )
     out.append("</ul>")
     notes = [n for r in runs for n in r.notes]
@@ -564,13 +586,17 @@ def render(
     return "\n".join(out) + "\n"
 
 
-def compare(run_dirs: list[Path], out: Path) -> CompareResult:
-    """Read the run dirs and write ``out/index.html`` with its PNGs."""
+def compare(run_dirs: list[Path], out: Path, until: int | None = None) -> CompareResult:
+    """Read the run dirs and write ``out/index.html`` with its PNGs; with ``until``,
+    each run as it stood at that many agent steps."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise GoExploreError(f"--out {out}: exists and is a file (give a directory)")
-    runs = load_runs(run_dirs)
-    budgets = budgets_reached(runs)
+    runs = load_runs(run_dirs, until)
+    budgets = budgets_reached(
+        runs,
+        BUDGETS if until is None else tuple(sorted({b for b in BUDGETS if b < until} | {until})),
+    )
     rows = table(runs, budgets)
     groups: dict[tuple[str, str], list[Run]] = {}
     for r in runs:
@@ -605,12 +631,25 @@ def compare(run_dirs: list[Path], out: Path) -> CompareResult:
 
 
 def cmd_compare(args) -> int:
-    res = compare([Path(p) for p in args.run_dirs], Path(args.out))
+    res = compare([Path(p) for p in args.run_dirs], Path(args.out), args.until)
     print(
         f"compare: {res.html}  ({len(res.rows)} runs)\n  also: "
         + ", ".join(p.name for p in res.pngs)
     )
     return 0
+
+
+def _steps(text: str) -> int:
+    """``--until``: a positive whole number of agent steps, as 3000000 or 3e6."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v >= 1 and v.is_integer()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a positive whole number of agent steps (e.g. 3000000 or 3e6)"
+        )
+    return int(v)
 
 
 def add_parser(sub):
@@ -628,6 +667,14 @@ def add_parser(sub):
         metavar="DIR",
         help=f"output folder for index.html and its PNGs (default ./{DEFAULT_OUT}; "
         "created if needed, our files in it are overwritten)",
+    )
+    c.add_argument(
+        "--until",
+        type=_steps,
+        default=None,
+        metavar="STEPS",
+        help="compare the runs as they stood at STEPS agent steps (e.g. 3000000 or 3e6): "
+        "later metrics rows are left out, and STEPS is one of the budgets",
     )
     c.set_defaults(func=cmd_compare)
     return c
