@@ -1,13 +1,17 @@
 """Where the picks go in a run's latest checkpoint: per room, its share of the cells and
 its expected share of the picks (the selection weight, with the score filter's batches
 counted exactly: each draws its threshold from a uniformly chosen cell), rooms 1-4 taken
-together, and the cells holding the archive's best score.
+together, and the cells holding the archive's best score. With ``--rooms``, also a row
+per room: its cells, the regions they fall in (the region term's, where the run has one),
+its share of the picks, the medians of the counters the weight is made of, and its best
+score.
 
-    python benchmarks/picks_by_room.py RUN_DIR [RUN_DIR ...]
+    python benchmarks/picks_by_room.py RUN_DIR [RUN_DIR ...] [--rooms]
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -36,9 +40,30 @@ def pick_shares(archive) -> np.ndarray:
     return (1 - f) * p + f * filtered
 
 
+def room_rows(archive, room: np.ndarray, share: np.ndarray) -> list[str]:
+    """One line per room of the live cells: cells, regions, picks, median counters."""
+    n = archive.n
+    live = ~archive.is_done[:n]
+    region = archive.region[:n]
+    seen, since_new = archive.seen[:n], archive.chosen_since_new[:n]
+    lines = ["  room  cells  regions  picks  seen  since-new  best score"]
+    for r in sorted(set(room[live].tolist())):
+        m = live & (room == r)
+        lines.append(
+            f"  {r:4d}  {m.sum():5,d}  {len(np.unique(region[m])):7d}  {share[m].sum():5.1%}"
+            f"  {np.median(seen[m]):4.0f}  {np.median(since_new[m]):9.0f}"
+            f"  {archive.score[:n][m].max():10,.0f}"
+        )
+    return lines
+
+
 def main(argv: list[str]) -> int:
-    for d in argv:
-        p = load_run(Path(d))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dirs", nargs="+", type=Path)
+    ap.add_argument("--rooms", action="store_true", help="also a row per room")
+    args = ap.parse_args(argv)
+    for d in args.run_dirs:
+        p = load_run(d)
         a, names = p.archive, p.fact_names
         n = a.n
         live = ~a.is_done[:n]
@@ -48,11 +73,13 @@ def main(argv: list[str]) -> int:
         top = live & (a.score[:n] == a.max_archive_score)
         rooms = sorted(set(room[live].tolist()))
         print(
-            f"{Path(d).name} at {p.frames:,} steps: {live.sum():,} cells in {len(rooms)} rooms; "
+            f"{d.name} at {p.frames:,} steps: {live.sum():,} cells in {len(rooms)} rooms; "
             f"rooms 1-4: {first.sum() / live.sum():.1%} of the cells, {share[first].sum():.1%} "
             f"of the picks; best score {a.max_archive_score:,.0f}: {top.sum()} cells, "
             f"{share[top].sum():.1%} of the picks"
         )
+        if args.rooms:
+            print("\n".join(room_rows(a, room, share)))
     return 0
 
 
