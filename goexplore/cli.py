@@ -82,15 +82,33 @@ def _config_from(args) -> Config:
 
 def cmd_run(args) -> int:
     from goexplore.progress import ProgressReporter
-    from goexplore.runner import execute, prepare
+    from goexplore.runner import branch_source, execute, prepare
 
-    cfg = _config_from(args)
+    source = saved = None
+    if args.branch_from is not None:
+        if args.resume is not None:
+            raise GoExploreError("--branch-from starts a new run dir: leave out --resume")
+        if not args.run_dir:
+            raise GoExploreError("--branch-from: give the new run's --run-dir")
+        source, saved = branch_source(args.branch_from, args.fallback)
+        if args.preset is not None and args.preset != saved.preset:
+            raise GoExploreError(
+                f"--preset {args.preset}: the run in {args.branch_from} was started with "
+                f"preset {saved.preset!r}; a branch keeps it"
+            )
+        cfg = saved.replace(**_given(args))
+    else:
+        cfg = _config_from(args)
     cfg.validate()
     run_dir = Path(
         args.run_dir or f"runs/{re.sub(r'[^A-Za-z0-9_.-]+', '-', cfg.env)}-seed{cfg.seed}"
     )
-    phase1, ckpt = prepare(cfg, run_dir, args.resume, fallback=args.fallback)
+    resume = args.resume if source is None else str(source)
+    phase1, ckpt = prepare(cfg, run_dir, resume, fallback=args.fallback, branch=source is not None)
     where = f"resumed from {ckpt}" if ckpt else "fresh start"
+    if saved is not None:
+        changed = ", ".join(saved.differs_from(cfg)) or "nothing"
+        where = f"branched from {ckpt}; changed: {changed}"
     print(
         f"goexplore run: {cfg.env}  preset {cfg.preset}  seed {cfg.seed}  budget "
         f"{cfg.total_frames:,} agent steps  workers {cfg.n_workers or 'auto'}  "
@@ -367,6 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="auto|PATH",
         help="continue: 'auto' (this run dir's latest checkpoint, if any), "
         "a run dir, or a checkpoint dir",
+    )
+    r.add_argument(
+        "--branch-from",
+        default=None,
+        metavar="PATH",
+        help="start a new run dir from another run's checkpoint (a run dir: its latest; or a "
+        "checkpoint dir), keeping its settings but the selection flags given",
     )
     r.add_argument(
         "--fallback",

@@ -243,6 +243,30 @@ class Config:
         "ckpt_every",
         "log_every_batches",
     )
+    # fields a branch (``run --branch-from``) may also change: the selection's, all
+    # computed from what every checkpoint holds (the counters, scores, keys, facts)
+    BRANCHABLE = (
+        "seen_weight",
+        "seen_power",
+        "chosen_weight",
+        "chosen_power",
+        "since_new_weight",
+        "since_new_power",
+        "steps_weight",
+        "steps_power",
+        "horiz_weight",
+        "vert_weight",
+        "keys_weight",
+        "keys_ahead_weight",
+        "score_weight",
+        "score_filter",
+        "seen_start",
+        "region_power",
+        "region_chosen_power",
+        "low_level_weight",
+        "lives_power",
+        "reset_on_update",
+    )
 
     def problems(self) -> list[str]:
         p = []
@@ -410,12 +434,14 @@ class Config:
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
 
-    def differs_from(self, other: Config) -> list[str]:
-        """Fields (other than the resumable ones) that differ."""
+    def differs_from(self, other: Config, also: tuple[str, ...] = ()) -> list[str]:
+        """Fields (other than the resumable ones and ``also``) that differ."""
         return [
             f.name
             for f in fields(self)
-            if f.name not in self.RESUMABLE and getattr(self, f.name) != getattr(other, f.name)
+            if f.name not in self.RESUMABLE
+            and f.name not in also
+            and getattr(self, f.name) != getattr(other, f.name)
         ]
 
     def dumps(self) -> str:

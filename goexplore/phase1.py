@@ -402,8 +402,9 @@ class Phase1:
         except (OSError, CheckpointError, AttributeError):
             return None
 
-    def restore(self, ckpt: Path) -> None:
-        """Continue from a checkpoint (of this run dir or another one)."""
+    def restore(self, ckpt: Path, also: tuple[str, ...] = ()) -> None:
+        """Continue from a checkpoint (of this run dir or another one), made with the
+        same settings but the resumable ones and ``also`` (a branch's)."""
         meta, arrays, states, tail = read_checkpoint(ckpt)
         try:
             saved = Config.from_json(meta["config"])
@@ -455,10 +456,10 @@ class Phase1:
                 )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"{ckpt / 'meta.json'}: malformed checkpoint ({e!r})") from None
-        if saved.differs_from(self.cfg):
+        diff = saved.differs_from(self.cfg, also)
+        if diff:
             raise CheckpointError(
-                f"{ckpt}: made by a run with different settings "
-                f"({', '.join(saved.differs_from(self.cfg))})"
+                f"{ckpt}: made by a run with different settings ({', '.join(diff)})"
             )
         if self.run_dir is not None:
             src_explog = ckpt.parent.parent / "explog"

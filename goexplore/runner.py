@@ -23,9 +23,16 @@ from goexplore.store import CKPT_NAME, RunDir, ckpt_frames, write_text_atomic
 
 
 def prepare(
-    cfg: Config, run_dir: Path, resume: str | None, fallback: bool = False, log=print
+    cfg: Config,
+    run_dir: Path,
+    resume: str | None,
+    fallback: bool = False,
+    log=print,
+    branch: bool = False,
 ) -> tuple[Phase1, Path | None]:
-    """Check everything before touching the run dir; then set up the run."""
+    """Check everything before touching the run dir; then set up the run. With
+    ``branch``, ``resume`` names another run's checkpoint (or run dir) that a new run
+    dir continues with other selection settings (:data:`Config.BRANCHABLE`)."""
     cfg.validate()
     rd = RunDir(run_dir)
     if rd.path.exists() and not rd.path.is_dir():
@@ -33,6 +40,18 @@ def prepare(
     existing = rd.read_config() if rd.holds_run() else None
     if rd.holds_run() and existing is None:
         raise RunDirError(f"{rd.path} holds checkpoints but no config.json; refusing to use it")
+    also: tuple[str, ...] = ()
+    if branch:
+        if resume in (None, "auto"):
+            raise RunDirError(
+                "--branch-from: give another run's run dir or checkpoint dir to branch from"
+            )
+        if existing is not None:
+            raise RunDirError(
+                f"--branch-from: {rd.path} already holds a run; a branch starts a new run "
+                "dir (continue this one with --resume auto)"
+            )
+        also = Config.BRANCHABLE
     if existing is not None:
         if resume is None:
             raise RunDirError(
@@ -51,10 +70,11 @@ def prepare(
 
         meta = load_json(ckpt / "meta.json", MAX_JSON_BYTES, "checkpoint meta")  # checked above
         saved = Config.from_json(meta["config"])
-        diff = saved.differs_from(cfg)
+        diff = saved.differs_from(cfg, also)
         if diff:
             raise RunDirError(
                 f"checkpoint {ckpt} belongs to a different run (it differs in: {', '.join(diff)})"
+                + (f"; a branch may change only {', '.join(also)}" if branch else "")
             )
     rd.create(cfg)
     lock = lock_run_dir(rd)
@@ -75,12 +95,23 @@ def prepare(
                 rd.metrics_path.unlink()
             phase1.seed_root()
         else:
-            phase1.restore(ckpt)
+            phase1.restore(ckpt, also)
             _carry_metrics(rd, RunDir(ckpt.parent.parent), phase1.batch)
     except BaseException:
         unlock_run_dir(lock)
         raise
     return phase1, ckpt
+
+
+def branch_source(path: str, fallback: bool = False, log=print) -> tuple[Path, Config]:
+    """The intact checkpoint that ``run --branch-from PATH`` continues (PATH: a run dir,
+    its latest; or a checkpoint dir), and the settings of the run that wrote it."""
+    from goexplore.formats import MAX_JSON_BYTES, load_json
+
+    ckpt = choose_checkpoint(path, RunDir(Path(path)), fallback, log)
+    assert ckpt is not None  # only 'auto' may find none
+    meta = load_json(ckpt / "meta.json", MAX_JSON_BYTES, "checkpoint meta")
+    return ckpt, Config.from_json(meta["config"])
 
 
 #: run dirs this process holds the lock of: lock path -> file descriptor
