@@ -60,23 +60,25 @@ def _given(args) -> dict:
     }
 
 
-def _config_from(args) -> Config:
+def _config_from(args, branch_base: Config | None = None) -> Config:
     """Defaults, then ``--preset``, then the flags given; when resuming a run
     dir that holds a config, that config replaces the defaults and the preset
-    (so a resume needs only the flags that change)."""
+    (so a resume needs only the flags that change), as does the source run's
+    config of a branch (``branch_base``)."""
     from goexplore.presets import apply_preset
     from goexplore.store import RunDir
 
     given = _given(args)
-    if getattr(args, "resume", None) is not None and args.run_dir:
-        saved = RunDir(Path(args.run_dir)).read_config()
-        if saved is not None:
-            if args.preset is not None and args.preset != saved.preset:
-                raise GoExploreError(
-                    f"--preset {args.preset}: the run in {args.run_dir} was "
-                    f"started with preset {saved.preset!r}"
-                )
-            return saved.replace(**given)
+    saved, where = branch_base, getattr(args, "branch_from", None)
+    if saved is None and getattr(args, "resume", None) is not None and args.run_dir:
+        saved, where = RunDir(Path(args.run_dir)).read_config(), args.run_dir
+    if saved is not None:
+        if args.preset is not None and args.preset != saved.preset:
+            raise GoExploreError(
+                f"--preset {args.preset}: the run in {where} was started with "
+                f"preset {saved.preset!r}"
+            )
+        return saved.replace(**given)
     return apply_preset(args.preset or "reference", given)
 
 
@@ -91,14 +93,7 @@ def cmd_run(args) -> int:
         if not args.run_dir:
             raise GoExploreError("--branch-from: give the new run's --run-dir")
         source, saved = branch_source(args.branch_from, args.fallback)
-        if args.preset is not None and args.preset != saved.preset:
-            raise GoExploreError(
-                f"--preset {args.preset}: the run in {args.branch_from} was started with "
-                f"preset {saved.preset!r}; a branch keeps it"
-            )
-        cfg = saved.replace(**_given(args))
-    else:
-        cfg = _config_from(args)
+    cfg = _config_from(args, saved)
     cfg.validate()
     run_dir = Path(
         args.run_dir or f"runs/{re.sub(r'[^A-Za-z0-9_.-]+', '-', cfg.env)}-seed{cfg.seed}"

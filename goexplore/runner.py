@@ -66,10 +66,7 @@ def prepare(
             )
     ckpt = choose_checkpoint(resume, rd, fallback, log) if resume is not None else None
     if ckpt is not None:
-        from goexplore.formats import MAX_JSON_BYTES, load_json
-
-        meta = load_json(ckpt / "meta.json", MAX_JSON_BYTES, "checkpoint meta")  # checked above
-        saved = Config.from_json(meta["config"])
+        saved = checkpoint_config(ckpt)  # checked above
         diff = saved.differs_from(cfg, also)
         if diff:
             raise RunDirError(
@@ -106,12 +103,17 @@ def prepare(
 def branch_source(path: str, fallback: bool = False, log=print) -> tuple[Path, Config]:
     """The intact checkpoint that ``run --branch-from PATH`` continues (PATH: a run dir,
     its latest; or a checkpoint dir), and the settings of the run that wrote it."""
-    from goexplore.formats import MAX_JSON_BYTES, load_json
-
     ckpt = choose_checkpoint(path, RunDir(Path(path)), fallback, log)
     assert ckpt is not None  # only 'auto' may find none
+    return ckpt, checkpoint_config(ckpt)
+
+
+def checkpoint_config(ckpt: Path) -> Config:
+    """The settings of the run that wrote checkpoint ``ckpt`` (an intact one)."""
+    from goexplore.formats import MAX_JSON_BYTES, load_json
+
     meta = load_json(ckpt / "meta.json", MAX_JSON_BYTES, "checkpoint meta")
-    return ckpt, Config.from_json(meta["config"])
+    return Config.from_json(meta["config"])
 
 
 #: run dirs this process holds the lock of: lock path -> file descriptor

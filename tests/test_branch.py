@@ -109,7 +109,7 @@ def test_a_changed_branch_is_a_run_of_its_own(tmp_path, capsys, source):
     [
         (["--cell-width", "7"], "differs in: cell_width); a branch may change only seen_weight"),
         (["--resume", "auto"], "leave out --resume"),
-        (["--preset", "montezuma-dk"], "a branch keeps it"),
+        (["--preset", "montezuma-dk"], "was started with preset"),
     ],
 )
 def test_a_branch_refuses_other_changes(tmp_path, capsys, source, extra, message):
