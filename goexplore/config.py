@@ -245,28 +245,7 @@ class Config:
     )
     # fields a branch (``run --branch-from``) may also change: the selection's, all
     # computed from what every checkpoint holds (the counters, scores, keys, facts)
-    BRANCHABLE = (
-        "seen_weight",
-        "seen_power",
-        "chosen_weight",
-        "chosen_power",
-        "since_new_weight",
-        "since_new_power",
-        "steps_weight",
-        "steps_power",
-        "horiz_weight",
-        "vert_weight",
-        "keys_weight",
-        "keys_ahead_weight",
-        "score_weight",
-        "score_filter",
-        "seen_start",
-        "region_power",
-        "region_chosen_power",
-        "low_level_weight",
-        "lives_power",
-        "reset_on_update",
-    )
+    BRANCHABLE = WEIGHTS + ("score_filter", "seen_start", "reset_on_update")
 
     def problems(self) -> list[str]:
         p = []
