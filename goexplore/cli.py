@@ -391,8 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--fallback",
         action="store_true",
-        help="with --resume: if the checkpoint is damaged, continue from the newest "
-        "intact older one (default: refuse, naming the damaged files)",
+        help="with --resume or --branch-from: if the checkpoint is damaged, continue from "
+        "the newest intact older one (default: refuse, naming the damaged files)",
     )
     r.add_argument(
         "--tensorboard",
