@@ -5,6 +5,7 @@ metrics row at each listed level (e.g. level 1).
 
     python benchmarks/study_table.py RUN_DIR [RUN_DIR ...] [--at 1e6,2e6,3e6] [--level 1]
       [--median]   (also the median best score over the runs, per budget)
+      [--finds]    (also, per run, each metrics row where the best score rose)
 """
 
 from __future__ import annotations
@@ -37,12 +38,22 @@ def first_level(rs: list[dict], level: int) -> int | None:
     return next((r["frames"] for r in rs if (r.get("max_level") or 0) >= level), None)
 
 
+def finds(rs: list[dict]) -> str:
+    out, top = [], None
+    for r in rs:
+        if top is None or best(r) > top:
+            top = best(r)
+            out.append(f"{top:,.0f} at {r['frames'] / 1e6:.2f}M")
+    return ", ".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--at", default="1e6,2e6,3e6")
     ap.add_argument("--level", type=int, default=None)
     ap.add_argument("--median", action="store_true")
+    ap.add_argument("--finds", action="store_true")
     args = ap.parse_args()
     budgets = [int(float(x)) for x in args.at.split(",")]
     head = ["run"] + [f"{b / 1e6:g}M best / rooms / cells" for b in budgets]
@@ -70,6 +81,10 @@ def main() -> int:
             f"{statistics.median(v):,.0f} ({len(v)} runs)" if v else "–" for v in scores.values()
         ]
         print("| median best | " + " | ".join(med) + (" | |" if args.level is not None else " |"))
+    if args.finds:
+        print()
+        for d in args.runs:
+            print(f"- {d.name}: {finds(rows(d))}")
     return 0
 
 
