@@ -279,6 +279,42 @@ def read_final(path: Path) -> dict | None:
     return final
 
 
+# --- branch.json -------------------------------------------------------------------------------
+#: name -> (kind, meaning); every field is required
+BRANCH_FIELDS: dict[str, tuple[str, str]] = {
+    "source": ("str", "the checkpoint dir the branch continued (an absolute path)"),
+    "frames": ("int", "agent steps at the branch point (the checkpoint's)"),
+    "changed": ("list", "the config fields whose values differ from the source run's"),
+}
+
+
+def branch_record(source: Path, frames: int, changed: list[str]) -> dict:
+    return {"source": str(Path(source).resolve()), "frames": frames, "changed": list(changed)}
+
+
+def read_branch(path: Path) -> dict | None:
+    """branch.json checked against :data:`BRANCH_FIELDS` (None: the run is no branch)."""
+    if not Path(path).exists():
+        return None
+    try:
+        branch = load_json(path, MAX_SMALL_JSON, "branch record")
+    except CheckpointError as e:
+        raise RunDirError(str(e)) from None
+    if not isinstance(branch, dict):
+        raise RunDirError(f"{path}: branch.json must be a JSON object")
+    for name, (kind, _) in BRANCH_FIELDS.items():
+        if name not in branch:
+            raise RunDirError(f"{path}: branch.json lacks {name!r}")
+        if not _fits(kind, branch[name]):
+            raise RunDirError(f"{path}: {name!r} must be {_WHAT[kind]}, got {branch[name]!r}")
+    if branch["frames"] < 0 or not all(isinstance(c, str) for c in branch["changed"]):
+        raise RunDirError(
+            f"{path}: 'frames' must be >= 0 and 'changed' a list of field names, "
+            f"got {branch['frames']!r} and {branch['changed']!r}"
+        )
+    return branch
+
+
 # --- checkpoint meta ---------------------------------------------------------------------------
 #: name -> meaning (see validate_meta for each one's type and range)
 META_FIELDS: dict[str, str] = {

@@ -16,6 +16,7 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
+from goexplore import formats
 from goexplore.config import Config
 from goexplore.errors import CheckpointError, RunDirError, StorageError
 from goexplore.phase1 import Phase1
@@ -65,15 +66,23 @@ def prepare(
                 f"only {', '.join(Config.RESUMABLE)} may change on resume"
             )
     ckpt = choose_checkpoint(resume, rd, fallback, log) if resume is not None else None
+    record = formats.read_branch(rd.branch_path) if existing is not None else None
+    if ckpt is None and resume == "auto" and record is not None:
+        # a branch stopped before its first checkpoint starts again at its branch point
+        ckpt, also = choose_checkpoint(record["source"], rd, fallback, log), Config.BRANCHABLE
     if ckpt is not None:
         saved = checkpoint_config(ckpt)  # checked above
         diff = saved.differs_from(cfg, also)
         if diff:
             raise RunDirError(
                 f"checkpoint {ckpt} belongs to a different run (it differs in: {', '.join(diff)})"
-                + (f"; a branch may change only {', '.join(also)}" if branch else "")
+                + (f"; a branch may change only {', '.join(also)}" if also else "")
             )
     rd.create(cfg)
+    if branch:
+        assert ckpt is not None
+        record = formats.branch_record(ckpt, ckpt_frames(ckpt.name), saved.differs_from(cfg))
+        write_text_atomic(rd.branch_path, json.dumps(record, indent=1))
     lock = lock_run_dir(rd)
     try:
         if (
@@ -110,9 +119,7 @@ def branch_source(path: str, fallback: bool = False, log=print) -> tuple[Path, C
 
 def checkpoint_config(ckpt: Path) -> Config:
     """The settings of the run that wrote checkpoint ``ckpt`` (an intact one)."""
-    from goexplore.formats import MAX_JSON_BYTES, load_json
-
-    meta = load_json(ckpt / "meta.json", MAX_JSON_BYTES, "checkpoint meta")
+    meta = formats.load_json(ckpt / "meta.json", formats.MAX_JSON_BYTES, "checkpoint meta")
     return Config.from_json(meta["config"])
 
 

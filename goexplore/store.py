@@ -114,6 +114,7 @@ class RunDir:
         self.metrics_path = self.path / "metrics.jsonl"
         self.config_path = self.path / "config.json"
         self.final_path = self.path / "final.json"
+        self.branch_path = self.path / "branch.json"  # only a run made by --branch-from
 
     # --- config ----------------------------------------------------------------
     def read_config(self) -> Config | None:

@@ -11,8 +11,8 @@ What is checked:
 * the references between them: ``LATEST`` and ``BEST`` name existing
   checkpoints, the log count matches the chunks and the tail, every cell's
   ``traj_last`` lies inside the log (and is -1 exactly for the root);
-* ``config.json``, ``final.json`` (consistent with the latest checkpoint) and
-  ``metrics.jsonl`` (readable rows).
+* ``config.json``, ``branch.json`` (a branch's record), ``final.json`` (consistent
+  with the latest checkpoint) and ``metrics.jsonl`` (readable rows).
 
 A problem names the file. Crash debris (temp files, a complete checkpoint
 newer than ``LATEST`` that was never published, chunks written after the
@@ -28,7 +28,7 @@ import numpy as np
 
 from goexplore.errors import CheckpointError, GoExploreError, RunDirError
 from goexplore.explog import check_entries, chunk_name, load_chunk
-from goexplore.formats import read_final, read_metrics
+from goexplore.formats import read_branch, read_final, read_metrics
 from goexplore.store import CKPT_NAME, RunDir, ckpt_frames, read_checkpoint
 
 
@@ -143,6 +143,10 @@ def verify_run(path: Path) -> Report:
     try:
         if rd.read_config() is None:
             rep.problems.append(f"{rd.config_path}: missing")
+    except GoExploreError as e:
+        rep.problems.append(str(e))
+    try:
+        read_branch(rd.branch_path)
     except GoExploreError as e:
         rep.problems.append(str(e))
 

@@ -19,6 +19,7 @@ from goexplore.config import Config
 from goexplore.runner import prepare, unlock_run_dir
 from goexplore.selection import SelectionParams
 from goexplore.store import RunDir, read_checkpoint
+from goexplore.verify import verify_run
 
 BASE = [
     "--env",
@@ -102,6 +103,73 @@ def test_a_changed_branch_is_a_run_of_its_own(tmp_path, capsys, source):
     )
     assert code == 0, out
     assert_same_run(tmp_path / "r", b)
+
+
+def test_a_branch_records_where_it_branched_and_compare_tells_it_apart(tmp_path, capsys, source):
+    from goexplore.report.compare import load_runs
+
+    b, fresh = tmp_path / "b", tmp_path / "fresh"
+    code, out = _cli(
+        capsys,
+        "--branch-from",
+        str(source),
+        "--seen-power",
+        "1",
+        "--total-frames",
+        "20000",
+        "--run-dir",
+        str(b),
+    )
+    assert code == 0, out
+    ckpt = RunDir(source).latest_checkpoint()
+    record = json.loads((b / "branch.json").read_text())
+    want_frames = json.loads((ckpt / "meta.json").read_text())["frames"]
+    assert record == {
+        "source": str(ckpt.resolve()),
+        "frames": want_frames,
+        "changed": ["seen_power"],
+    }
+    # the same settings from the start are another search: another group in compare
+    code, out = _cli(
+        capsys, *BASE, "--seen-power", "1", "--total-frames", "20000", "--run-dir", str(fresh)
+    )
+    assert code == 0, out
+    assert not (fresh / "branch.json").exists()
+    groups = {r.path.name: r.group[1] for r in load_runs([b, fresh])}
+    assert groups["fresh"] + f" branched at {float(f'{want_frames:.2g}') / 1e6:g}M" == groups["b"]
+    # a damaged record is an error naming it, in compare and on resume
+    (b / "branch.json").write_text('{"source": "x", "frames": -1, "changed": []}')
+    with pytest.raises(Exception, match="branch.json"):
+        load_runs([b])
+    assert any("branch.json" in p for p in verify_run(b).problems)
+    code, out = _cli(capsys, "--resume", "auto", "--total-frames", "30000", "--run-dir", str(b))
+    assert code == 2 and str(b / "branch.json") in out, out
+
+
+def test_a_branch_stopped_before_its_first_checkpoint_resumes_at_its_branch_point(
+    tmp_path, capsys, source
+):
+    cfg = RunDir(source).read_config().replace(seen_power=1.0, total_frames=30000)
+    p, _ = prepare(cfg, tmp_path / "b", str(source), branch=True)
+    unlock_run_dir(p.lock)  # stopped before it wrote anything of its own
+    assert RunDir(tmp_path / "b").latest_checkpoint() is None
+    code, out = _cli(
+        capsys, "--resume", "auto", "--total-frames", "30000", "--run-dir", str(tmp_path / "b")
+    )
+    assert code == 0, out
+    code, out = _cli(
+        capsys,
+        "--branch-from",
+        str(source),
+        "--seen-power",
+        "1",
+        "--total-frames",
+        "30000",
+        "--run-dir",
+        str(tmp_path / "whole"),
+    )
+    assert code == 0, out
+    assert_same_run(tmp_path / "b", tmp_path / "whole")
 
 
 @pytest.mark.parametrize(

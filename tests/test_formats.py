@@ -118,7 +118,8 @@ def test_the_run_dir_spec_documents_every_field_of_every_schema():
     """docs/run-dir-format.md names each field the schemas define (a new field must
     be documented before it ships)."""
     doc = (Path(__file__).parents[1] / "docs" / "run-dir-format.md").read_text()
-    for schema in (formats.METRICS_FIELDS, formats.FINAL_FIELDS, formats.META_FIELDS):
+    schemas = (formats.METRICS_FIELDS, formats.FINAL_FIELDS, formats.META_FIELDS)
+    for schema in (*schemas, formats.BRANCH_FIELDS):
         missing = [name for name in schema if f"`{name}`" not in doc]
         assert not missing, f"undocumented fields: {missing}"
     assert f"The current version is\n**{formats.CHECKPOINT_VERSION}**" in doc

@@ -163,6 +163,10 @@ def load_run(path: Path) -> Run:
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise GoExploreError(f"{path / 'config.json'}: 'seed' must be an integer, got {seed!r}")
     preset = preset + changed_flags(cfg, preset)
+    branch = formats.read_branch(path / "branch.json")
+    if branch is not None:  # not the same search as a run with its settings from the start
+        at = float(f"{branch['frames']:.2g}")  # seeds branched a few steps apart: one group
+        preset += f" branched at {at / 1e6:g}M"
     rows, notes = read_metrics(path / "metrics.jsonl")
     final = formats.read_final(path / "final.json")
     return Run(path, env, preset, seed, rows, final, notes)
