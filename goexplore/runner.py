@@ -79,9 +79,10 @@ def prepare(
                 + (f"; a branch may change only {', '.join(also)}" if also else "")
             )
     rd.create(cfg)
-    if branch:
+    if branch:  # where this run came from, for compare, verify and a resume
         assert ckpt is not None
-        record = formats.branch_record(ckpt, ckpt_frames(ckpt.name), saved.differs_from(cfg))
+        changed = saved.differs_from(cfg)
+        record = formats.branch_record(ckpt, ckpt_frames(ckpt.name), changed)
         write_text_atomic(rd.branch_path, json.dumps(record, indent=1))
     lock = lock_run_dir(rd)
     try:
