@@ -267,15 +267,22 @@ def check_final(final, where) -> None:
             raise RunDirError(f"{where}: {name!r} must be {what}, got {final[name]!r}")
 
 
-def read_final(path: Path) -> dict | None:
-    """final.json checked against :data:`FINAL_FIELDS` (None: there is none)."""
+def _read_run_file(path: Path, what: str):
+    """A small JSON file of a run dir, parsed (None: there is none); damage is a
+    RunDirError naming it."""
     if not Path(path).exists():
         return None
     try:
-        final = load_json(path, MAX_SMALL_JSON, "final result")
+        return load_json(path, MAX_SMALL_JSON, what)
     except CheckpointError as e:
         raise RunDirError(str(e)) from None
-    check_final(final, path)
+
+
+def read_final(path: Path) -> dict | None:
+    """final.json checked against :data:`FINAL_FIELDS` (None: there is none)."""
+    final = _read_run_file(path, "final result")
+    if final is not None:
+        check_final(final, path)
     return final
 
 
@@ -294,12 +301,9 @@ def branch_record(source: Path, frames: int, changed: list[str]) -> dict:
 
 def read_branch(path: Path) -> dict | None:
     """branch.json checked against :data:`BRANCH_FIELDS` (None: the run is no branch)."""
-    if not Path(path).exists():
+    branch = _read_run_file(path, "branch record")
+    if branch is None:
         return None
-    try:
-        branch = load_json(path, MAX_SMALL_JSON, "branch record")
-    except CheckpointError as e:
-        raise RunDirError(str(e)) from None
     if not isinstance(branch, dict):
         raise RunDirError(f"{path}: branch.json must be a JSON object")
     for name, (kind, _) in BRANCH_FIELDS.items():

@@ -41,6 +41,12 @@ def _cli(capsys, *argv):
     return code, out.out + out.err
 
 
+def _branch(capsys, source, run_dir, frames, *flags):
+    """``run --branch-from source --seen-power 1`` (and ``flags``) to ``frames`` steps."""
+    args = ["--branch-from", str(source), "--seen-power", "1", *flags]
+    return _cli(capsys, *args, "--total-frames", str(frames), "--run-dir", str(run_dir))
+
+
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> Path:
     """A run stopped at 10,000 agent steps (its last checkpoint)."""
@@ -84,8 +90,7 @@ def test_a_branch_picks_with_its_own_weights_from_the_checkpoint(tmp_path, sourc
 
 def test_a_changed_branch_is_a_run_of_its_own(tmp_path, capsys, source):
     b, same = tmp_path / "b", tmp_path / "same"
-    args = ["--branch-from", str(source), "--seen-power", "1", "--total-frames", "30000"]
-    code, out = _cli(capsys, *args, "--run-dir", str(b))
+    code, out = _branch(capsys, source, b, 30000)
     assert code == 0, out  # its best trajectories replay-verified from reset
     assert "changed: seen_power" in out
     cfg = json.loads((b / "config.json").read_text())
@@ -96,7 +101,7 @@ def test_a_changed_branch_is_a_run_of_its_own(tmp_path, capsys, source):
     _cli(capsys, "--branch-from", str(source), "--total-frames", "30000", "--run-dir", str(same))
     assert metrics(b) != metrics(same)
     # interrupted and resumed, a branch ends as if it had not been
-    code, out = _cli(capsys, *args[:4], "--total-frames", "20000", "--run-dir", str(tmp_path / "r"))
+    code, out = _branch(capsys, source, tmp_path / "r", 20000)
     assert code == 0, out
     code, out = _cli(
         capsys, "--resume", "auto", "--total-frames", "30000", "--run-dir", str(tmp_path / "r")
@@ -109,17 +114,7 @@ def test_a_branch_records_where_it_branched_and_compare_tells_it_apart(tmp_path,
     from goexplore.report.compare import load_runs
 
     b, fresh = tmp_path / "b", tmp_path / "fresh"
-    code, out = _cli(
-        capsys,
-        "--branch-from",
-        str(source),
-        "--seen-power",
-        "1",
-        "--total-frames",
-        "20000",
-        "--run-dir",
-        str(b),
-    )
+    code, out = _branch(capsys, source, b, 20000)
     assert code == 0, out
     ckpt = RunDir(source).latest_checkpoint()
     record = json.loads((b / "branch.json").read_text())
@@ -157,17 +152,7 @@ def test_a_branch_stopped_before_its_first_checkpoint_resumes_at_its_branch_poin
         capsys, "--resume", "auto", "--total-frames", "30000", "--run-dir", str(tmp_path / "b")
     )
     assert code == 0, out
-    code, out = _cli(
-        capsys,
-        "--branch-from",
-        str(source),
-        "--seen-power",
-        "1",
-        "--total-frames",
-        "30000",
-        "--run-dir",
-        str(tmp_path / "whole"),
-    )
+    code, out = _branch(capsys, source, tmp_path / "whole", 30000)
     assert code == 0, out
     assert_same_run(tmp_path / "b", tmp_path / "whole")
 
