@@ -254,17 +254,23 @@ FINAL_FIELDS: dict[str, tuple[str, str]] = {
 FINAL_REQUIRED = ("env", "frames_total", "explog_entries", "max_archive_score", "verified")
 
 
+def _check_object(obj, schema: dict, required, where, file: str) -> None:
+    """A run-dir JSON object against ``schema`` (name -> (kind, meaning)) with the
+    ``required`` names; a RunDirError naming ``where``."""
+    if not isinstance(obj, dict):
+        raise RunDirError(f"{where}: {file} must be a JSON object")
+    for name in required:
+        if name not in obj:
+            raise RunDirError(f"{where}: {file} lacks {name!r}")
+    for name, (kind, _) in schema.items():
+        if name in obj and not _fits(kind, obj[name]):
+            what = _WHAT[kind.rstrip("?")] + (" or null" if kind.endswith("?") else "")
+            raise RunDirError(f"{where}: {name!r} must be {what}, got {obj[name]!r}")
+
+
 def check_final(final, where) -> None:
     """final.json's shape; a RunDirError naming ``where``."""
-    if not isinstance(final, dict):
-        raise RunDirError(f"{where}: final.json must be a JSON object")
-    for name in FINAL_REQUIRED:
-        if name not in final:
-            raise RunDirError(f"{where}: final.json lacks {name!r}")
-    for name, (kind, _) in FINAL_FIELDS.items():
-        if name in final and not _fits(kind, final[name]):
-            what = _WHAT[kind.rstrip("?")] + (" or null" if kind.endswith("?") else "")
-            raise RunDirError(f"{where}: {name!r} must be {what}, got {final[name]!r}")
+    _check_object(final, FINAL_FIELDS, FINAL_REQUIRED, where, "final.json")
 
 
 def _read_run_file(path: Path, what: str):
@@ -304,13 +310,7 @@ def read_branch(path: Path) -> dict | None:
     branch = _read_run_file(path, "branch record")
     if branch is None:
         return None
-    if not isinstance(branch, dict):
-        raise RunDirError(f"{path}: branch.json must be a JSON object")
-    for name, (kind, _) in BRANCH_FIELDS.items():
-        if name not in branch:
-            raise RunDirError(f"{path}: branch.json lacks {name!r}")
-        if not _fits(kind, branch[name]):
-            raise RunDirError(f"{path}: {name!r} must be {_WHAT[kind]}, got {branch[name]!r}")
+    _check_object(branch, BRANCH_FIELDS, BRANCH_FIELDS, path, "branch.json")
     if branch["frames"] < 0 or not all(isinstance(c, str) for c in branch["changed"]):
         raise RunDirError(
             f"{path}: 'frames' must be >= 0 and 'changed' a list of field names, "

@@ -81,9 +81,8 @@ def prepare(
     rd.create(cfg)
     if branch:  # where this run came from, for compare, verify and a resume
         assert ckpt is not None
-        changed = saved.differs_from(cfg)
-        record = formats.branch_record(ckpt, ckpt_frames(ckpt.name), changed)
-        write_text_atomic(rd.branch_path, json.dumps(record, indent=1))
+        made = formats.branch_record(ckpt, ckpt_frames(ckpt.name), saved.differs_from(cfg))
+        write_text_atomic(rd.branch_path, json.dumps(made, indent=1))
     lock = lock_run_dir(rd)
     try:
         if (
