@@ -3,8 +3,9 @@ its expected share of the picks (the selection weight, with the score filter's b
 counted exactly: each draws its threshold from a uniformly chosen cell), rooms 1-4 taken
 together, and the cells holding the archive's best score. With ``--rooms``, also a row
 per room: its cells, the regions they fall in (the region term's, where the run has one),
-its share of the picks, the medians of the counters the weight is made of, and its best
-score.
+its share of the picks, the medians of the counters the weight is made of, its best
+score and, for Montezuma, its cells holding a key and the most keys one holds (the level
+exits behind room 17's two doors, so two keys must be carried there).
 
     python benchmarks/picks_by_room.py RUN_DIR [RUN_DIR ...] [--rooms]
 """
@@ -19,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from goexplore.cells.domain import keys_held
 from goexplore.phase1 import load_run
 
 
@@ -40,20 +42,25 @@ def pick_shares(archive) -> np.ndarray:
     return (1 - f) * p + f * filtered
 
 
-def room_rows(archive, room: np.ndarray, share: np.ndarray) -> list[str]:
-    """One line per room of the live cells: cells, regions, picks, median counters."""
+def room_rows(archive, room: np.ndarray, share: np.ndarray, keys: np.ndarray | None) -> list[str]:
+    """One line per room of the live cells: cells, regions, picks, median counters, and
+    (``keys``: keys held per cell) the cells holding a key and the most keys held."""
     n = archive.n
     live = ~archive.is_done[:n]
     region = archive.region[:n]
     seen, since_new = archive.seen[:n], archive.chosen_since_new[:n]
-    lines = ["  room  cells  regions  picks  seen  since-new  best score"]
+    head = "  room  cells  regions  picks  seen  since-new  best score"
+    lines = [head + ("  with a key  most keys" if keys is not None else "")]
     for r in sorted(set(room[live].tolist())):
         m = live & (room == r)
-        lines.append(
+        line = (
             f"  {r:4d}  {m.sum():5,d}  {len(np.unique(region[m])):7d}  {share[m].sum():5.1%}"
             f"  {np.median(seen[m]):4.0f}  {np.median(since_new[m]):9.0f}"
             f"  {archive.score[:n][m].max():10,.0f}"
         )
+        if keys is not None:
+            line += f"  {(keys[m] > 0).sum():10,d}  {keys[m].max():9d}"
+        lines.append(line)
     return lines
 
 
@@ -78,8 +85,13 @@ def main(argv: list[str]) -> int:
             f"of the picks; best score {a.max_archive_score:,.0f}: {top.sum()} cells, "
             f"{share[top].sum():.1%} of the picks"
         )
+        keys = None
+        if "inventory" in names:  # Montezuma's RAM facts
+            keys = keys_held(a.facts[:n, names.index("inventory")])
+            two = sorted(set(room[live & (keys >= 2)].tolist()))
+            print(f"  rooms with a cell holding two or more keys: {two or 'none'}")
         if args.rooms:
-            print("\n".join(room_rows(a, room, share)))
+            print("\n".join(room_rows(a, room, share, keys)))
     return 0
 
 

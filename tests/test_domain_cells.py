@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from goexplore.cells import REGISTRY, make_cells, representation_class
-from goexplore.cells.domain import MontezumaCells, PitfallCells
+from goexplore.cells.domain import MontezumaCells, PitfallCells, keys_held
 from goexplore.config import Config
 from goexplore.envs import GAMES, make_env
 
@@ -64,6 +65,14 @@ def test_key_rooms_carry_over_from_the_chosen_cell():
     assert rep.keyer()(None, (1, 77, 235, 0, 0x81))[4] == 0
     assert "keys: room 5, room 7" in rep.describe(start)
     assert rep.place(start)[:5] == (0, 4, 3, 10, 2)
+
+
+def test_keys_held_counts_as_the_key_does():
+    """The array reading of an inventory byte gives the key's count for all 256 bytes."""
+    inventory = np.arange(256, dtype=np.int64)
+    fresh = [MontezumaCells().keyer()(None, (1, 77, 235, 0, v))[4] for v in range(256)]
+    assert keys_held(inventory).tolist() == fresh
+    assert keys_held(np.array([0x81, 0x0E, 0x04])).tolist() == [0, 3, 1]
 
 
 def test_pitfall_facts_and_key():

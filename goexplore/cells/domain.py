@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from goexplore.cells import Place
 from goexplore.envs.atari import MONTEZUMA_PYRAMID
 
@@ -35,6 +37,12 @@ NO_ROOM = 255
 PYRAMID = MONTEZUMA_PYRAMID  # the room grid (goexplore.envs.atari)
 
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))
+
+
+def keys_held(inventory) -> np.ndarray:
+    """The keys held in each Montezuma inventory byte (RAM[65]), as the cell key counts
+    them: for reading archives, whatever their cells."""
+    return np.frombuffer(_POPCOUNT, np.uint8)[np.asarray(inventory) & MONTEZUMA_KEY_BITS]
 
 
 def _bin_problem(name: str, v) -> list[str]:
