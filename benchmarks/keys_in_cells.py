@@ -1,0 +1,77 @@
+"""Montezuma without domain knowledge: does the cell representation see the keys?
+
+For each checkpoint of a ``downscale-dynamic`` run dir: the representation then, the
+cells holding a key, how many of those would be the same cell with the screen's
+inventory row blanked (rows 22-45, where the game draws the held items: there a
+state holding a key and one holding none, at the same spot and score, share one cell,
+which keeps only one of them), and the rooms where some cell holds two or more keys
+(the level exits behind room 17's two doors).
+
+    python benchmarks/keys_in_cells.py RUN_DIR [RUN_DIR ...] [--latest]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from goexplore.cells.domain import keys_held
+from goexplore.phase1 import Phase1
+from goexplore.store import RunDir
+
+#: Montezuma's inventory row: below the lives (rows 15-19), above the room (row 47 on).
+INVENTORY_ROWS = slice(22, 46)
+
+
+def blind_share(p: Phase1, cells: np.ndarray) -> float:
+    """The share of ``cells`` whose key is unchanged with the inventory row blanked."""
+    d = p.dynamic
+    frames = np.stack([d.codec.decompress(d.frames[i]) for i in cells.tolist()])
+    blank = frames.copy()
+    blank[:, INVENTORY_ROWS] = 0
+    return float((d.rep.keys(frames) == d.rep.keys(blank)).all(1).mean())
+
+
+def row(p: Phase1) -> str:
+    a, names = p.archive, p.fact_names
+    n = a.n
+    live = ~a.is_done[:n]
+    room = a.facts[:n, names.index("room")]
+    keys = keys_held(a.facts[:n, names.index("inventory")])
+    holding = np.flatnonzero(live & (keys > 0))
+    blind = f"{blind_share(p, holding):6.1%}" if len(holding) else "     -"
+    two = sorted(set(room[live & (keys >= 2)].tolist()))
+    shape = "x".join(map(str, p.dynamic.rep.params or ()))
+    return (
+        f"  {p.frames:>11,}  {shape:>9}  {a.max_archive_score:>6,.0f}  {live.sum():5,d}"
+        f"  {len(holding):5,d}  {blind}  {two or 'none'}"
+    )
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dirs", nargs="+", type=Path)
+    ap.add_argument("--latest", action="store_true", help="only the latest checkpoint")
+    args = ap.parse_args(argv)
+    for path in args.run_dirs:
+        rd = RunDir(path)
+        cfg = rd.read_config()
+        if cfg is None or cfg.cells != "downscale-dynamic" or "montezuma" not in cfg.env:
+            raise SystemExit(f"{path}: not a Montezuma downscale-dynamic run dir")
+        ckpts = [rd.latest_checkpoint()] if args.latest else rd.checkpoints()
+        print(f"{path.name}:")
+        print("        steps      shape    best  cells  w/key  blind  rooms with two keys")
+        for ckpt in ckpts:
+            p = Phase1(cfg, rd)
+            p.restore(ckpt)
+            print(row(p))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
