@@ -37,20 +37,23 @@ def blind_share(p: Phase1, cells: np.ndarray) -> float:
     return float((d.rep.keys(frames) == d.rep.keys(blank)).all(1).mean())
 
 
-def row(p: Phase1) -> str:
+def row(p: Phase1) -> tuple[str, float | None, set[int]]:
+    """A checkpoint's line, its blind share and the rooms with a two-key cell."""
     a, names = p.archive, p.fact_names
     n = a.n
     live = ~a.is_done[:n]
     room = a.facts[:n, names.index("room")]
     keys = keys_held(a.facts[:n, names.index("inventory")])
     holding = np.flatnonzero(live & (keys > 0))
-    blind = f"{blind_share(p, holding):6.1%}" if len(holding) else "     -"
-    two = sorted(set(room[live & (keys >= 2)].tolist()))
+    blind = blind_share(p, holding) if len(holding) else None
+    two = set(room[live & (keys >= 2)].tolist())
     shape = "x".join(map(str, p.dynamic.rep.params or ()))
-    return (
+    line = (
         f"  {p.frames:>11,}  {shape:>9}  {a.max_archive_score:>6,.0f}  {live.sum():5,d}"
-        f"  {len(holding):5,d}  {blind}  {two or 'none'}"
+        f"  {len(holding):5,d}  {'     -' if blind is None else f'{blind:6.1%}'}"
+        f"  {sorted(two) or 'none'}"
     )
+    return line, blind, two
 
 
 def main(argv: list[str]) -> int:
@@ -66,10 +69,20 @@ def main(argv: list[str]) -> int:
         ckpts = [rd.latest_checkpoint()] if args.latest else rd.checkpoints()
         print(f"{path.name}:")
         print("        steps      shape    best  cells  w/key  blind  rooms with two keys")
+        shares, rooms = [], set()
         for ckpt in ckpts:
             p = Phase1(cfg, rd)
             p.restore(ckpt)
-            print(row(p))
+            line, blind, two = row(p)
+            print(line)
+            shares += [] if blind is None else [blind]
+            rooms |= two
+        if shares:
+            print(
+                f"  blind: median {np.median(shares):.1%} over {len(shares)} checkpoints "
+                f"({min(shares):.1%} to {max(shares):.1%}); two-key cells ever in rooms "
+                f"{sorted(rooms) or 'none'}"
+            )
     return 0
 
 
