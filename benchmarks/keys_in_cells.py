@@ -5,7 +5,9 @@ cells holding a key, how many of those would be the same cell with the screen's
 inventory row blanked (rows 22-45, where the game draws the held items: there a
 state holding a key and one holding none, at the same spot and score, share one cell,
 which keeps only one of them), and the rooms where some cell holds two or more keys
-(the level exits behind room 17's two doors).
+(the level exits behind room 17's two doors). Per run, a summary, with the rooms of the
+two-key entries that lost a merge and wait for a finer representation (the latest
+checkpoint holds them all): a state found and then merged away is among them.
 
     python benchmarks/keys_in_cells.py RUN_DIR [RUN_DIR ...] [--latest]
 """
@@ -37,16 +39,21 @@ def blind_share(p: Phase1, cells: np.ndarray) -> float:
     return float((d.rep.keys(frames) == d.rep.keys(blank)).all(1).mean())
 
 
+def two_key_rooms(facts: np.ndarray, names) -> set[int]:
+    """The rooms of the entries (rows of RAM facts) holding two or more keys."""
+    keys = keys_held(facts[:, names.index("inventory")])
+    return set(facts[keys >= 2, names.index("room")].tolist())
+
+
 def row(p: Phase1) -> tuple[str, float | None, set[int]]:
     """A checkpoint's line, its blind share and the rooms with a two-key cell."""
     a, names = p.archive, p.fact_names
     n = a.n
     live = ~a.is_done[:n]
-    room = a.facts[:n, names.index("room")]
     keys = keys_held(a.facts[:n, names.index("inventory")])
     holding = np.flatnonzero(live & (keys > 0))
     blind = blind_share(p, holding) if len(holding) else None
-    two = set(room[live & (keys >= 2)].tolist())
+    two = two_key_rooms(a.facts[:n][live], names)
     shape = "x".join(map(str, p.dynamic.rep.params or ()))
     line = (
         f"  {p.frames:>11,}  {shape:>9}  {a.max_archive_score:>6,.0f}  {live.sum():5,d}"
@@ -81,7 +88,8 @@ def main(argv: list[str]) -> int:
             print(
                 f"  blind: median {np.median(shares):.1%} over {len(shares)} checkpoints "
                 f"({min(shares):.1%} to {max(shares):.1%}); two-key cells ever in rooms "
-                f"{sorted(rooms) or 'none'}"
+                f"{sorted(rooms) or 'none'}; two-key merged-away entries in rooms "
+                f"{sorted(two_key_rooms(p.dynamic.shadow.arrays['facts'], p.fact_names)) or 'none'}"
             )
     return 0
 
