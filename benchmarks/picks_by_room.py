@@ -85,12 +85,9 @@ def main(argv: list[str]) -> int:
             f"of the picks; best score {a.max_archive_score:,.0f}: {top.sum()} cells, "
             f"{share[top].sum():.1%} of the picks"
         )
-        keys = None
-        if "inventory" in names:  # Montezuma's RAM facts
-            keys = keys_held(a.facts[:n, names.index("inventory")])
-            two = sorted(set(room[live & (keys >= 2)].tolist()))
-            print(f"  rooms with a cell holding two or more keys: {two or 'none'}")
         if args.rooms:
+            inventory = a.facts[:n, names.index("inventory")] if "inventory" in names else None
+            keys = None if inventory is None else keys_held(inventory)  # Montezuma's RAM
             print("\n".join(room_rows(a, room, share, keys)))
     return 0
 
