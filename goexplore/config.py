@@ -132,6 +132,12 @@ class Config:
         "('': one cell, as the paper; e.g. 11x8x8, the reference's); pair it with a later "
         "--dynamic-first",
     )
+    cell_score_bin: int = _f(
+        0,
+        "downscale-dynamic: also key cells on score // BIN, so states that look alike but "
+        "differ in score (a key held, an item taken) stay apart (the original code's "
+        "--use_scores; 0: off)",
+    )
     dynamic_target_floor: float = _f(
         0.0,
         "downscale-dynamic: a choice targets at least this fraction of the cells the current "
@@ -360,6 +366,11 @@ class Config:
                     f"{name.replace('_', '-')}: needs --cells downscale-dynamic (regions group "
                     f"cells by their frames), got --cells {self.cells}"
                 ]
+        b = self.cell_score_bin
+        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+            return [f"cell-score-bin: must be a whole number >= 0 (0: off), got {b!r}"]
+        if b and self.cells != "downscale-dynamic":
+            return [f"cell-score-bin: needs --cells downscale-dynamic, got --cells {self.cells}"]
         if self.dynamic_start:
             try:
                 parse_downscale(self.dynamic_start)

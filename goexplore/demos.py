@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goexplore.cells import score_keyer
 from goexplore.envs import make_env
 
 
@@ -36,7 +37,7 @@ def replay(
     try:
         frame = env.reset()
         lives = env.lives()
-        key_of = cells.keyer()
+        key_of = score_keyer(cells)
         score, done, early, key = 0.0, False, None, None
         frames = [env.render_rgb().copy()] if keep_frames else None
         n = len(actions)
@@ -47,11 +48,11 @@ def replay(
             if done and t < n - 1 and early is None:
                 early = t
             lives = now
-            key = None if done else key_of(frame, env.facts())
+            key = None if done else key_of(frame, env.facts(), score)
             if keep_frames:
                 frames.append(env.render_rgb().copy())
         if n == 0:
-            key = key_of(frame, env.facts())
+            key = key_of(frame, env.facts(), score)
         return Replay(score, n, key, done, early, frames)
     finally:
         env.close()
@@ -144,8 +145,8 @@ def verify_archive(
             frame, reward, terminated, now = env.step(explog.entry(node)[1])
             played += 1
             done = bool(terminated) or (end_on_life and now < lives)
-            key = None if done else cells.keyer(last)(frame, env.facts())
             score += reward
+            key = None if done else score_keyer(cells, last)(frame, env.facts(), score)
             depth += 1
             for i in targets.get(node, []):
                 check(i, score, depth, key, done, early)

@@ -197,20 +197,26 @@ def archive_entries(archive: Archive, frames: list[bytes]) -> Entries:
 
 def new_keys(rep: DynamicDownscaleCells, entries: Entries, codec: FrameCodec) -> list[bytes]:
     """Each entry's key under ``rep`` (DONE_KEY for the DONE entry)."""
-    return frame_keys(rep, entries.frames, entries.arrays["is_done"], codec)
+    a = entries.arrays
+    return frame_keys(rep, entries.frames, a["is_done"], codec, a["score"])
 
 
 def frame_keys(
-    rep: DynamicDownscaleCells, frames: list[bytes], done: np.ndarray, codec: FrameCodec
+    rep: DynamicDownscaleCells,
+    frames: list[bytes],
+    done: np.ndarray,
+    codec: FrameCodec,
+    scores: np.ndarray | None = None,
 ) -> list[bytes]:
-    """The key under ``rep`` of each compressed frame (DONE_KEY where ``done``)."""
+    """The key under ``rep`` of each compressed frame (DONE_KEY where ``done``), with
+    its entry's score where ``rep`` keys on the score."""
     out: list[bytes] = []
     for s in range(0, len(frames), _CHUNK):
         idx = [i for i in range(s, min(s + _CHUNK, len(frames))) if not done[i]]
         keys = {}
         if idx:
             stack = np.stack([codec.decompress(frames[i]) for i in idx])
-            rows = rep.keys(stack)
+            rows = rep.keys(stack, None if scores is None else scores[idx])
             keys = {i: rows[j].tobytes() for j, i in enumerate(idx)}
         out += [keys.get(i, DONE_KEY) for i in range(s, min(s + _CHUNK, len(frames)))]
     return out
@@ -430,7 +436,7 @@ class DynamicState:
             "sample_frames": choice.frames,
             "sample_cells": choice.distinct,
             "cells_before": archive.n,
-            "changed": DynamicDownscaleCells(choice.params) != self.rep,
+            "changed": self.rep.with_params(choice.params) != self.rep,
         }
         if best is not choice:  # the search's best, not taken (--dynamic-keep, -min-cells)
             event["kept_over" if kept else "refused"] = {
@@ -450,7 +456,7 @@ class DynamicState:
 
     def apply(self, whl, archive: Archive, max_shadow: int = 0, **archive_args) -> Archive:
         """Re-key ``archive`` and the shadow entries under ``whl`` (width, height, levels)."""
-        rep = DynamicDownscaleCells(whl)
+        rep = self.rep.with_params(whl)
         entries = Entries.concat(archive_entries(archive, self.frames), self.shadow)
         keys = new_keys(rep, entries, self.codec)
         win, wkeys, lose = rekey(entries, keys)
@@ -492,7 +498,10 @@ class DynamicState:
 
     # --- checkpoints ---------------------------------------------------------------------------
     def to_meta(self) -> dict:
-        return {"params": self.rep.params, "last": self.last, "history": self.history}
+        meta = {"params": self.rep.params, "last": self.last, "history": self.history}
+        if self.rep.score_bin:
+            meta["score_bin"] = self.rep.score_bin
+        return meta
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         out = {}
@@ -514,7 +523,9 @@ class DynamicState:
     def from_checkpoint(cls, meta: dict, arrays: dict, n_cells: int, n_facts: int, where: str):
         try:
             params = meta["params"]
-            rep = DynamicDownscaleCells(None if params is None else tuple(params))
+            rep = DynamicDownscaleCells(
+                None if params is None else tuple(params), int(meta.get("score_bin", 0))
+            )
             d = cls(n_facts, rep, last=int(meta["last"]), history=list(meta["history"]))
 
             def blobs(name):

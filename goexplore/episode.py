@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from goexplore.cells import DONE_KEY
+from goexplore.cells import DONE_KEY, score_keyer
 from goexplore.wire import EpisodeResult, Task, WorkerView, decode_results, encode_results
 
 
@@ -76,7 +76,7 @@ def explore_raw(
 
     random, integers = rng.random, rng.integers
     step, facts = env.step, env.facts
-    key_of = cells.keyer(task.key)  # the chosen cell's key carries any context
+    key_of = score_keyer(cells, task.key)  # the chosen cell's key carries any context
     ri = env.fact_names.index(env.room_fact) if env.room_fact else None
     lookup = view.ids.get
     vscore, vlen = view.score, view.length
@@ -119,7 +119,7 @@ def explore_raw(
             if not done:
                 sample_frames.append(fcodec.compress(frame))
             next_sample += int(draw(p))
-        key = DONE_KEY if done else key_of(frame, f)
+        key = DONE_KEY if done else key_of(frame, f, score)
         cid = lookup(key)
         if cid is None:
             cid = new_index.get(key)

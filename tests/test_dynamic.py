@@ -184,6 +184,61 @@ def test_dynamic_checkpoint_round_trip_and_damage_is_named(tmp_path):
         load_run(tmp_path / "run")
 
 
+def _score_part(score: float, bin_: int) -> bytes:
+    return int(np.floor(score / bin_)).to_bytes(4, "little", signed=True)
+
+
+@pytest.mark.parametrize("bin_", [1, 30])
+def test_score_bin_keys_each_cell_by_its_frame_and_score_and_replays(tmp_path, bin_):
+    """--cell-score-bin: every key is cv2's key of the cell's stored frame followed
+    by its score // bin (re-keyings included); cells that look the same but differ in
+    score stay apart; the archive is the same for 1 and 2 workers and across a resume,
+    and every cell replays from reset to its own key."""
+    flags = dict(TOY_DYN, cell_score_bin=bin_)
+    runs = [run_ours("toy", 2, 30_000, w, **flags) for w in (1, 2)]
+    p = runs[0]
+    _same_archive(p, runs[1])
+    assert sum(e["changed"] for e in p.dynamic.history) >= 2
+    d, a = p.dynamic, p.archive
+    by_frame = Counter()
+    for i in range(a.n):
+        if a.key_of(i) == DONE_KEY:
+            continue
+        frame_key = reference_key(d.codec.decompress(d.frames[i]), *p.cells.params)
+        assert a.key_of(i) == frame_key + _score_part(float(a.score[i]), bin_)
+        by_frame[frame_key] += 1
+    assert max(by_frame.values()) > 1  # one screen, several scores: kept apart
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+    # the shadow entries are re-keyed with their scores too
+    rep = p.cells
+    assert rep.keys(np.zeros((2, 24, 33), np.uint8), np.array([0.0, 45.0])).shape[1] == (
+        rep.key_size
+    )
+    cfg = Config(env="toy", seed=2, total_frames=30_000, n_workers=1, **flags)
+    _run(cfg, tmp_path / "same", stop_after=8)
+    q = load_run(tmp_path / "same")
+    assert q.cells == p.cells.with_params(q.cells.params) and q.cells.score_bin == bin_
+    _same_archive(p, _run(cfg, tmp_path / "same", resume="auto"))
+
+
+def test_score_bin_keyer_and_keys_agree_and_off_leaves_keys_as_they_were():
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (6, 210, 160), dtype=np.uint8)
+    scores = np.array([0.0, 99.0, 100.0, 250.0, -10.0, 13_400.0])
+    rep = DynamicDownscaleCells((11, 8, 8), score_bin=100)
+    assert rep.key_size == 88 + 4
+    rows = rep.keys(frames, scores)
+    for f, s, row in zip(frames, scores, rows):
+        want = reference_key(f, 11, 8, 8) + _score_part(s, 100)
+        assert rep.keyer()(f, (), s) == row.tobytes() == want
+    assert rep.describe(rows[5].tobytes()).endswith("score 13400-13499")
+    off = DynamicDownscaleCells((11, 8, 8))
+    assert off.key_size == 88 and off.keyer()(frames[0], ()) == reference_key(frames[0], 11, 8, 8)
+    np.testing.assert_array_equal(off.keys(frames, scores), rep.keys(frames))
+    assert rep.at(rep.params_bytes()) == rep and rep.at(b"").score_bin == 100
+
+
 @pytest.mark.parametrize("keep", [0.0, 0.05])
 def test_recompute_metrics_and_history_are_recorded(tmp_path, keep):
     flags = dict(TOY_DYN, log_every_batches=1, dynamic_keep=keep)
@@ -709,6 +764,9 @@ def test_region_radius_groups_look_alike_frames_for_1_and_2_workers_and_across_a
         (dict(dynamic_start="11x8x8"), "dynamic-start: needs --cells downscale-dynamic"),
         (dict(dynamic_target_floor=1.5), r"dynamic-target-floor: must be in \[0, 1\]"),
         (dict(dynamic_min_cells=-0.1), r"dynamic-min-cells: must be in \[0, 1\]"),
+        (dict(cells="downscale-dynamic", cell_score_bin=-1), "cell-score-bin: must be a whole"),
+        (dict(cells="downscale-dynamic", cell_score_bin=0.5), "cell-score-bin: must be a whole"),
+        (dict(cell_score_bin=100), "cell-score-bin: needs --cells downscale-dynamic"),
     ],
 )
 def test_region_flags_are_checked(flags, message):

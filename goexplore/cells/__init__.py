@@ -77,6 +77,16 @@ class CellRepresentation(Protocol):
         """The cell's position, or None where keys have none."""
 
 
+def score_keyer(rep: object, start_key: bytes = b"") -> Callable[[np.ndarray, tuple, float], bytes]:
+    """``rep``'s key function for one episode as ``key(frame, facts, score)``, ``score``
+    the episode's running score: representations that key on the score
+    (``keys_score``) take it; for the others it is dropped."""
+    key = rep.keyer(start_key)  # type: ignore[attr-defined]
+    if getattr(rep, "keys_score", False):
+        return key
+    return lambda frame, facts, score: key(frame, facts)
+
+
 def representation_class(name: str) -> Any:
     """The class (or factory function) of the representation ``name``."""
     from goexplore.plugins import cells_factory
@@ -130,4 +140,5 @@ __all__ = [
     "make_cells",
     "neighbour_room",
     "representation_class",
+    "score_keyer",
 ]
