@@ -233,6 +233,7 @@ def test_score_bin_keyer_and_keys_agree_and_off_leaves_keys_as_they_were():
         want = reference_key(f, 11, 8, 8) + _score_part(s, 100)
         assert rep.keyer()(f, (), s) == row.tobytes() == want
     assert rep.describe(rows[5].tobytes()).endswith("score 13400-13499")
+    assert rep.describe(b"").endswith("grey levels, and score // 100")  # the report's line
     off = DynamicDownscaleCells((11, 8, 8))
     assert off.key_size == 88 and off.keyer()(frames[0], ()) == reference_key(frames[0], 11, 8, 8)
     np.testing.assert_array_equal(off.keys(frames, scores), rep.keys(frames))

@@ -174,7 +174,7 @@ def render(*, phase1, rows, final, curves: bytes, rep, run_dir) -> str:
         )
     out.append("</table>")
     if cfg.cells in ("downscale", "downscale-dynamic"):
-        cells_text = escape(phase1.cells.describe(b"x" * phase1.cells.key_size))
+        cells_text = escape(phase1.cells.describe(b""))  # the representation, no one cell
     else:
         cells_text = escape(cfg.cells) + " keys"
     out.append(
