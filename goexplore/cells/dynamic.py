@@ -92,12 +92,9 @@ class DynamicDownscaleCells:
         return []  # any frame can be downscaled
 
     @property
-    def frame_key_size(self) -> int:
-        return 1 if self._fixed is None else self._fixed.key_size
-
-    @property
     def key_size(self) -> int:
-        return self.frame_key_size + (_SCORE.size if self.keys_score else 0)
+        frame = 1 if self._fixed is None else self._fixed.key_size
+        return frame + (_SCORE.size if self.keys_score else 0)
 
     def params_bytes(self) -> bytes:
         return b"" if self.params is None else _PARAMS.pack(*self.params)
@@ -123,7 +120,7 @@ class DynamicDownscaleCells:
             rows = self._fixed.keys(frames)
         if scores is None or not self.keys_score:
             return rows
-        part = (np.floor_divide(scores, self.score_bin)).astype("<i4").view(np.uint8)
+        part = np.floor_divide(scores, self.score_bin).astype("<i4").view(np.uint8)
         return np.hstack([rows, part.reshape(len(frames), _SCORE.size)])
 
     def keyer(self, start_key: bytes = b""):
