@@ -200,6 +200,12 @@ class Config:
         "selection: probability that a batch picks only among cells scoring at least as "
         "much as a random cell (the original code's ScoreBasedFilter: 0.5)",
     )
+    max_score_only: bool = _f(
+        False,
+        "selection (with --cell-score-bin): among cells whose keys differ only in the score, "
+        "only the highest-scoring can be picked (the original code's MaxScoreReset: each "
+        "keeps its own counters)",
+    )
     region_power: float = _f(
         0.0,
         "selection (downscale-dynamic): the weight times (cells in the cell's region)^-power; "
@@ -251,7 +257,7 @@ class Config:
     )
     # fields a branch (``run --branch-from``) may also change: the selection's, all
     # computed from what every checkpoint holds (the counters, scores, keys, facts)
-    BRANCHABLE = WEIGHTS + ("score_filter", "seen_start", "reset_on_update")
+    BRANCHABLE = WEIGHTS + ("score_filter", "seen_start", "reset_on_update", "max_score_only")
 
     def problems(self) -> list[str]:
         p = []
@@ -337,7 +343,7 @@ class Config:
                 "stop-at-life-loss-until: needs --stop-at-life-loss true "
                 f"(got --stop-at-life-loss {self.stop_at_life_loss})"
             )
-        for name in ("reset_on_update", "seen_start", "stop_at_life_loss"):
+        for name in ("reset_on_update", "seen_start", "stop_at_life_loss", "max_score_only"):
             if not isinstance(getattr(self, name), bool):
                 p.append(
                     f"{name.replace('_', '-')}: must be true or false, got {getattr(self, name)!r}"
@@ -371,6 +377,8 @@ class Config:
             return [f"cell-score-bin: must be a whole number >= 0 (0: off), got {b!r}"]
         if b and self.cells != "downscale-dynamic":
             return [f"cell-score-bin: needs --cells downscale-dynamic, got --cells {self.cells}"]
+        if self.max_score_only is True and not b:
+            return ["max-score-only: needs --cell-score-bin > 0 (keys that hold the score)"]
         if self.dynamic_start:
             try:
                 parse_downscale(self.dynamic_start)

@@ -65,7 +65,8 @@ def prepare(
                 f"{rd.path} holds a different run (it differs in: {', '.join(diff)}); "
                 f"only {', '.join(Config.RESUMABLE)} may change on resume"
             )
-    ckpt = choose_checkpoint(resume, rd, fallback, log) if resume is not None else None
+    flag = "--branch-from" if branch else "--resume"
+    ckpt = choose_checkpoint(resume, rd, fallback, log, flag) if resume is not None else None
     record = formats.read_branch(rd.branch_path) if existing is not None else None
     if ckpt is None and resume == "auto" and record is not None:
         # a branch stopped before its first checkpoint starts again at its branch point
@@ -112,7 +113,7 @@ def prepare(
 def branch_source(path: str, fallback: bool = False, log=print) -> tuple[Path, Config]:
     """The intact checkpoint that ``run --branch-from PATH`` continues (PATH: a run dir,
     its latest; or a checkpoint dir), and the settings of the run that wrote it."""
-    ckpt = choose_checkpoint(path, RunDir(Path(path)), fallback, log)
+    ckpt = choose_checkpoint(path, RunDir(Path(path)), fallback, log, "--branch-from")
     assert ckpt is not None  # only 'auto' may find none
     return ckpt, checkpoint_config(ckpt)
 
@@ -171,11 +172,13 @@ def _same_dir(a: Path, b: Path) -> bool:
         return False
 
 
-def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print) -> Path | None:
+def choose_checkpoint(
+    resume: str, rd: RunDir, fallback: bool = False, log=print, flag: str = "--resume"
+) -> Path | None:
     """The intact checkpoint to continue from (None: a fresh start, only for
     ``auto`` in a run dir without checkpoints). Damage is an error unless
     ``fallback``, which takes the newest intact checkpoint older than the
-    damaged one, saying so."""
+    damaged one, saying so. ``flag``: the option that named ``resume``, for errors."""
     from goexplore.verify import check_resume_point
 
     src, first, problems = rd, None, []
@@ -190,7 +193,7 @@ def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print
         p = Path(resume)
         if (p / "manifest.json").exists() or CKPT_NAME.fullmatch(p.name):
             if not p.is_dir():
-                raise CheckpointError(f"--resume {resume}: no such checkpoint")
+                raise CheckpointError(f"{flag} {resume}: no such checkpoint")
             first, src = p, RunDir(p.parent.parent)
         elif p.is_dir():
             src = RunDir(p)
@@ -199,10 +202,10 @@ def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print
             except CheckpointError as e:
                 problems = [str(e)]
             if first is None and not problems:
-                raise CheckpointError(f"--resume {resume}: holds no checkpoint to resume from")
+                raise CheckpointError(f"{flag} {resume}: holds no checkpoint to continue from")
         else:
             raise CheckpointError(
-                f"--resume {resume}: no such run dir or checkpoint "
+                f"{flag} {resume}: no such run dir or checkpoint "
                 "(give 'auto', a run dir, or a checkpoint dir)"
             )
     if first is not None:
@@ -216,7 +219,7 @@ def choose_checkpoint(resume: str, rd: RunDir, fallback: bool = False, log=print
             + "\n  ".join(problems)
             + f"\nFor a full report: goexplore verify {src.path}\n"
             "To continue from the newest intact older checkpoint instead, add --fallback "
-            "(or give --resume PATH naming one)."
+            f"(or give {flag} PATH naming one)."
         )
     upto = (
         ckpt_frames(first.name)

@@ -33,7 +33,10 @@ again with fewer lives, and ``(1 + lives) ** lives_power`` favours the copy
 that can still lose one. And ``region_chosen``, the picks of the cells in the cell's
 region (each counted since the cell was last set, as ``chosen``): a domain-free
 frontier term, the region-level count that makes screens picked often weigh
-less than screens found lately.
+less than screens found lately. With keys that hold the score (``--cell-score-bin``),
+``max_score_only`` gives weight 0 to a cell outscored by another whose key differs
+only in the score (:class:`ScoreGroups`; the original code's ``MaxScoreReset``):
+of the states found at one place, only the one that scored most is explored from.
 
 :class:`PlaceTerms` keeps the map terms up to date as cells arrive: a new
 cell changes the terms of at most its four neighbours and of the cells at its
@@ -72,6 +75,7 @@ class SelectionParams:
     region: float = 0.0  # power of 1 / (cells in the cell's region)
     lives: float = 0.0  # power of (1 + lives left)
     region_chosen: float = 0.0  # power of 1 / (1 + picks of the region's cells)
+    max_score_only: bool = False  # a cell outscored by one keyed alike but for the score: 0
 
     @classmethod
     def from_config(cls, cfg) -> SelectionParams:
@@ -92,6 +96,7 @@ class SelectionParams:
             cfg.region_power,
             cfg.lives_power,
             cfg.region_chosen_power,
+            cfg.max_score_only,
         )
 
     @property
@@ -211,6 +216,39 @@ def _level_factor(p: SelectionParams, level, max_level: int) -> np.ndarray:
     """low_level_weight ** (levels below the top), by table."""
     table = p.low_level_weight ** np.arange(max_level + 1, dtype=np.float64)
     return table[max_level - np.minimum(level, max_level)]
+
+
+class ScoreGroups:
+    """Cells whose keys are equal but for the representation's score tail (their last
+    ``tail`` bytes), and ``outscored``: True for a cell scoring less than another of
+    its group (the ``max_score_only`` rule). Kept as cells arrive or improve; a
+    change costs the size of one group (the states found at one place)."""
+
+    def __init__(self, tail: int):
+        self.tail = tail
+        self.groups: dict[bytes, list[int]] = {}  # key less the tail -> ids
+        self.group_of: dict[int, list[int]] = {}  # id -> its group
+
+    def add(self, i: int, key: bytes, scores: np.ndarray, outscored: np.ndarray) -> list[int]:
+        """Cell ``i`` (key ``key``, score ``scores[i]``) joins its group; returns the ids
+        whose ``outscored`` changed."""
+        g = self.groups.setdefault(key[: len(key) - self.tail], [])
+        g.append(i)
+        self.group_of[i] = g
+        return self.rescore(i, scores, outscored)
+
+    def rescore(self, i: int, scores: np.ndarray, outscored: np.ndarray) -> list[int]:
+        """Cell ``i``'s score is now ``scores[i]``; returns the ids whose ``outscored``
+        changed."""
+        g = self.group_of.get(i)
+        if g is None:
+            return []
+        ids = np.array(g, np.int64)
+        s = scores[ids]
+        now = s < s.max()
+        changed = ids[now != outscored[ids]]
+        outscored[ids] = now
+        return changed.tolist()
 
 
 class PlaceTerms:

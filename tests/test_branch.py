@@ -179,7 +179,11 @@ def test_a_branch_needs_a_new_run_dir(tmp_path, capsys, source):
     code, out = _cli(
         capsys, "--branch-from", str(tmp_path / "nothing"), "--run-dir", str(tmp_path / "b")
     )
-    assert code == 2 and "no such run dir or checkpoint" in out
+    assert code == 2 and f"--branch-from {tmp_path / 'nothing'}: no such run dir" in out, out
+    gone = source / "checkpoints" / "ckpt_000000099999"
+    code, out = _cli(capsys, "--branch-from", str(gone), "--run-dir", str(tmp_path / "b"))
+    assert code == 2 and f"--branch-from {gone}: no such checkpoint" in out, out
+    assert "--resume" not in out
 
 
 def test_branchable_fields_are_exactly_the_selections():

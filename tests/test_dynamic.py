@@ -240,6 +240,51 @@ def test_score_bin_keyer_and_keys_agree_and_off_leaves_keys_as_they_were():
     assert rep.at(rep.params_bytes()) == rep and rep.at(b"").score_bin == 100
 
 
+def test_max_score_only_leaves_only_the_top_score_of_each_look_alike_group(tmp_path):
+    """--max-score-only: a cell weighs 0 exactly when another cell's key differs from
+    its own only in the score tail and it scores less (the groups counted here from
+    the keys); every other cell weighs what it would without the rule; no pick lands
+    on an outscored cell; the archive is the same for 1 and 2 workers and across a
+    resume, a loaded archive marks the same cells, and every cell replays."""
+    flags = dict(TOY_DYN, cell_score_bin=1, max_score_only=True)
+    runs = [run_ours("toy", 2, 30_000, w, **flags) for w in (1, 2)]
+    p = runs[0]
+    _same_archive(p, runs[1])
+    assert sum(e["changed"] for e in p.dynamic.history) >= 2  # groups rebuilt on re-keying
+    a, n = p.archive, p.archive.n
+    live = [i for i in range(n) if a.key_of(i) != DONE_KEY]
+    top: dict[bytes, float] = {}
+    for i in live:
+        g = a.key_of(i)[:-4]
+        top[g] = max(top.get(g, -math.inf), float(a.score[i]))
+    out = np.zeros(n, bool)
+    out[live] = [float(a.score[i]) < top[a.key_of(i)[:-4]] for i in live]
+    assert 0 < out.sum() < len(live)
+    np.testing.assert_array_equal(a.outscored[:n], out)
+    _weights_are_current(p)
+    w = a.weight[:n]
+    assert (w[out] == 0).all() and (w[~out & ~a.is_done[:n]] > 0).all()
+    args = (a.key_size, a.n_facts, a.to_arrays(), a.states)
+    plain = type(a).from_arrays(
+        *args, params=dataclasses.replace(a.params, max_score_only=False), rep=p.cells
+    )
+    np.testing.assert_array_equal(w[~out], plain.weight[:n][~out])
+    loaded = type(a).from_arrays(*args, params=a.params, rep=p.cells)
+    np.testing.assert_array_equal(loaded.outscored[:n], out)
+    picks = loaded.sample(2_000, np.random.default_rng(0)).ids
+    assert not out[picks].any() and len(set(picks)) > 1
+    played, failures = verify_archive("toy", p.cells, a, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+    cfg = Config(env="toy", seed=2, total_frames=30_000, n_workers=1, **flags)
+    _run(cfg, tmp_path / "same", stop_after=8)
+    _same_archive(p, _run(cfg, tmp_path / "same", resume="auto"))
+    # off, the same flags find another archive: the rule changed the picks
+    assert (
+        archive_table(run_ours("toy", 2, 30_000, 1, **dict(flags, max_score_only=False)))["cells"]
+        != archive_table(p)["cells"]
+    )
+
+
 @pytest.mark.parametrize("keep", [0.0, 0.05])
 def test_recompute_metrics_and_history_are_recorded(tmp_path, keep):
     flags = dict(TOY_DYN, log_every_batches=1, dynamic_keep=keep)
@@ -768,6 +813,8 @@ def test_region_radius_groups_look_alike_frames_for_1_and_2_workers_and_across_a
         (dict(cells="downscale-dynamic", cell_score_bin=-1), "cell-score-bin: must be a whole"),
         (dict(cells="downscale-dynamic", cell_score_bin=0.5), "cell-score-bin: must be a whole"),
         (dict(cell_score_bin=100), "cell-score-bin: needs --cells downscale-dynamic"),
+        (dict(cells="downscale-dynamic", max_score_only=True), "max-score-only: needs --cell-"),
+        (dict(cells="downscale-dynamic", max_score_only=1), "max-score-only: must be true or"),
     ],
 )
 def test_region_flags_are_checked(flags, message):

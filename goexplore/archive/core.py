@@ -24,7 +24,7 @@ from goexplore.archive.io import CheckpointArrays
 from goexplore.archive.keys import KeyIndex
 from goexplore.archive.selection_cache import Capture, SelectionCache
 from goexplore.cells import DONE_KEY
-from goexplore.selection import PlaceTerms, SelectionParams
+from goexplore.selection import PlaceTerms, ScoreGroups, SelectionParams
 from goexplore.wire import ViewDelta
 
 __all__ = ["DONE_SCORES_KEPT", "Archive", "Capture"]
@@ -44,6 +44,7 @@ _FIELDS = {
     "missing_ud": np.int8,
     "holds_most": np.bool_,  # map terms
     "ahead": np.bool_,
+    "outscored": np.bool_,  # max-score-only: another cell keyed alike but for the score beats it
     "score_level": np.int32,  # the score-rank term: which distinct score the cell holds
     "weight0": np.float64,  # the weight less the score-rank term (kept with that term on)
     "weight1": np.float64,  # the weight less the region term (kept with that term on)
@@ -85,6 +86,12 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
         self.level_fact = level_fact
         self.max_level = 0  # highest level of the non-DONE cells
         self._places = PlaceTerms(rep) if (self.params.uses_places and rep is not None) else None
+        self._groups = None
+        if self.params.max_score_only:
+            tail = getattr(rep, "score_tail", 0)
+            if not tail:
+                raise ValueError("max_score_only needs cells whose keys hold the score")
+            self._groups = ScoreGroups(tail)
         self._touch_all = False
         self.n = 0
         self._nibbles = True  # keys packed two values a byte (until one is >= 16)
@@ -175,12 +182,16 @@ class Archive(KeyIndex, StateArena, SelectionCache, CheckpointArrays):
                 self._touch_all = True
             else:
                 self._touched_ids.extend(changed)
+        if self._groups is not None and key != DONE_KEY:
+            self._touched_ids.extend(self._groups.add(i, key, self.score, self.outscored))
         return i
 
     def _replace(self, i, state, score, length, last, lives, facts) -> None:
         if self._seen_pending:
             self._flush_seen()
         self._set_entry(i, state, score, length, last, lives, facts, new=False)
+        if self._groups is not None:
+            self._touched_ids.extend(self._groups.rescore(i, self.score, self.outscored))
 
     def _set_entry(self, i, state, score, length, last, lives, facts, new: bool) -> None:
         """Cell ``i`` now holds this visit; its counters start again."""

@@ -224,9 +224,15 @@ class SelectionCache:
             score_rank=self.score_rank(ids),
             level=self.level[ids],
             max_level=self.max_level,
-            is_done=self.is_done[ids],
+            is_done=self._weighs_nothing(ids),
             lives=self.lives[ids],
         )
+
+    def _weighs_nothing(self, ids: np.ndarray) -> np.ndarray:
+        """The cells of ``ids`` whose weight is 0: DONE, and with ``max_score_only`` the
+        outscored ones."""
+        d = self.is_done[ids]
+        return d if self._groups is None else d | self.outscored[ids]
 
     def _base_weights(self, ids: np.ndarray) -> np.ndarray:
         return cell_weights(
@@ -240,7 +246,7 @@ class SelectionCache:
             holds_most=self.holds_most[ids],
             level=self.level[ids],
             max_level=self.max_level,
-            is_done=self.is_done[ids],
+            is_done=self._weighs_nothing(ids),
             ahead=self.ahead[ids],
             lives=self.lives[ids],
         )

@@ -78,6 +78,7 @@ class DynamicDownscaleCells:
         self.params = None if params is None else tuple(int(x) for x in params)
         self.score_bin = int(score_bin)
         self.keys_score = self.score_bin > 0  # the keyer takes the score
+        self.score_tail = _SCORE.size if self.keys_score else 0  # the key's last bytes
         self._fixed = None if params is None else DownscaleCells(*self.params)
 
     @classmethod
@@ -94,7 +95,7 @@ class DynamicDownscaleCells:
     @property
     def key_size(self) -> int:
         frame = 1 if self._fixed is None else self._fixed.key_size
-        return frame + (_SCORE.size if self.keys_score else 0)
+        return frame + self.score_tail
 
     def params_bytes(self) -> bytes:
         return b"" if self.params is None else _PARAMS.pack(*self.params)
