@@ -204,9 +204,10 @@ def choose_checkpoint(
             if first is None and not problems:
                 raise CheckpointError(f"{flag} {resume}: holds no checkpoint to continue from")
         else:
+            auto = "'auto', " if flag == "--resume" else ""
             raise CheckpointError(
                 f"{flag} {resume}: no such run dir or checkpoint "
-                "(give 'auto', a run dir, or a checkpoint dir)"
+                f"(give {auto}a run dir or a checkpoint dir)"
             )
     if first is not None:
         problems = check_resume_point(first)

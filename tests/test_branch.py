@@ -180,6 +180,7 @@ def test_a_branch_needs_a_new_run_dir(tmp_path, capsys, source):
         capsys, "--branch-from", str(tmp_path / "nothing"), "--run-dir", str(tmp_path / "b")
     )
     assert code == 2 and f"--branch-from {tmp_path / 'nothing'}: no such run dir" in out, out
+    assert "(give a run dir or a checkpoint dir)" in out
     gone = source / "checkpoints" / "ckpt_000000099999"
     code, out = _cli(capsys, "--branch-from", str(gone), "--run-dir", str(tmp_path / "b"))
     assert code == 2 and f"--branch-from {gone}: no such checkpoint" in out, out
