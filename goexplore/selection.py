@@ -229,13 +229,22 @@ class ScoreGroups:
         self.groups: dict[bytes, list[int]] = {}  # key less the tail -> ids
         self.group_of: dict[int, list[int]] = {}  # id -> its group
 
-    def add(self, i: int, key: bytes, scores: np.ndarray, outscored: np.ndarray) -> list[int]:
+    def add(
+        self, i: int, key: bytes, scores: np.ndarray, outscored: np.ndarray, rescore: bool = True
+    ) -> list[int]:
         """Cell ``i`` (key ``key``, score ``scores[i]``) joins its group; returns the ids
-        whose ``outscored`` changed."""
+        whose ``outscored`` changed (none with ``rescore=False``, for a bulk load that
+        ends with :meth:`rescore_all`)."""
         g = self.groups.setdefault(key[: len(key) - self.tail], [])
         g.append(i)
         self.group_of[i] = g
-        return self.rescore(i, scores, outscored)
+        return self.rescore(i, scores, outscored) if rescore else []
+
+    def rescore_all(self, scores: np.ndarray, outscored: np.ndarray) -> None:
+        """``outscored`` of every grouped cell, one pass per group."""
+        for g in self.groups.values():
+            s = scores[g]
+            outscored[g] = s < s.max()
 
     def rescore(self, i: int, scores: np.ndarray, outscored: np.ndarray) -> list[int]:
         """Cell ``i``'s score is now ``scores[i]``; returns the ids whose ``outscored``

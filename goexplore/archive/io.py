@@ -107,7 +107,8 @@ class CheckpointArrays:
             a._places.recompute_neighbours(a)
         if a._groups is not None:
             for i in np.flatnonzero(~a.is_done[:n]).tolist():
-                a._groups.add(i, a.key_of(i), a.score, a.outscored)
+                a._groups.add(i, a.key_of(i), a.score, a.outscored, rescore=False)
+            a._groups.rescore_all(a.score, a.outscored)
         if a.params.score:
             a._recount_scores()
         a._touch_all = True
