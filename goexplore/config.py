@@ -228,6 +228,12 @@ class Config:
         "look-alike screens: a frame joins the first region whose first frame's key differs "
         "from its own by at most r of the grey range per pixel on average, else starts one",
     )
+    region_score: bool = _f(
+        False,
+        "downscale-dynamic, with a region term: a region is also one score, so the cells of "
+        "a screen group by the score their state holds and a screen reached with a score new "
+        "there weighs as much as one seen before",
+    )
     low_level_weight: float = _f(
         1.0, "selection: weight factor low_level_weight^(max level - level)"
     )
@@ -257,7 +263,13 @@ class Config:
     )
     # fields a branch (``run --branch-from``) may also change: the selection's, all
     # computed from what every checkpoint holds (the counters, scores, keys, facts)
-    BRANCHABLE = WEIGHTS + ("score_filter", "seen_start", "reset_on_update", "max_score_only")
+    BRANCHABLE = WEIGHTS + (
+        "score_filter",
+        "seen_start",
+        "reset_on_update",
+        "max_score_only",
+        "region_score",
+    )
 
     def problems(self) -> list[str]:
         p = []
@@ -343,7 +355,13 @@ class Config:
                 "stop-at-life-loss-until: needs --stop-at-life-loss true "
                 f"(got --stop-at-life-loss {self.stop_at_life_loss})"
             )
-        for name in ("reset_on_update", "seen_start", "stop_at_life_loss", "max_score_only"):
+        for name in (
+            "reset_on_update",
+            "seen_start",
+            "stop_at_life_loss",
+            "max_score_only",
+            "region_score",
+        ):
             if not isinstance(getattr(self, name), bool):
                 p.append(
                     f"{name.replace('_', '-')}: must be true or false, got {getattr(self, name)!r}"
@@ -365,6 +383,8 @@ class Config:
             return [f"region-radius: must be in [0, 1) (0: one region per key), got {r!r}"]
         if r and not (self.region_power or self.region_chosen_power):
             return ["region-radius: only with --region-power or --region-chosen-power"]
+        if self.region_score is True and not (self.region_power or self.region_chosen_power):
+            return ["region-score: only with --region-power or --region-chosen-power"]
         for name in ("region_power", "region_chosen_power"):
             power = getattr(self, name)
             if isinstance(power, (int, float)) and power > 0 and self.cells != "downscale-dynamic":

@@ -317,6 +317,7 @@ class DynamicState:
     regions: Regions | None = None  # the region terms' grouping (None: terms off)
     region_firsts: np.ndarray | None = None  # from a checkpoint, until use_regions
     region_where: str = "dynamic.npz"  # the checkpoint file they came from
+    region_score: bool = False  # a region is also one score (--region-score)
 
     @classmethod
     def start(cls, cfg, n_facts: int) -> DynamicState:
@@ -337,12 +338,19 @@ class DynamicState:
             )
         self.regions = Regions(whl, cfg.region_radius, firsts) if on else None
         self.region_firsts = None
+        self.region_score = on and cfg.region_score
+
+    def _region_of(self, archive: Archive, i: int, region: bytes) -> bytes:
+        """Cell ``i``'s region key: its frame's region, and with ``region_score`` the
+        score its state holds (the 8 bytes of the float, -0.0 as 0.0)."""
+        return region + (archive.score[i] + 0.0).tobytes() if self.region_score else region
 
     def set_region(self, archive: Archive, i: int, blob: bytes) -> None:
         """Cell ``i`` of ``archive`` now holds the frame ``blob`` (DONE: none): its
         region follows."""
         if self.regions is not None and blob:
-            archive.set_region(i, self.regions.key(self.codec.decompress(blob)))
+            region = self.regions.key(self.codec.decompress(blob))
+            archive.set_region(i, self._region_of(archive, i, region))
 
     def assign_regions(self, archive: Archive) -> None:
         """Every cell's region from its frame (after a re-keying or a resume)."""
@@ -352,7 +360,7 @@ class DynamicState:
         keys = frame_keys(regions.rep, self.frames, archive.is_done[: archive.n], self.codec)
         for i, k in enumerate(keys):
             if k != DONE_KEY:
-                archive.set_region(i, regions.region(k))
+                archive.set_region(i, self._region_of(archive, i, regions.region(k)))
 
     def interval(self, cfg) -> int:
         """Agent steps from the last choice to the next: dynamic_first, doubling

@@ -631,6 +631,8 @@ def _check_regions_against_frames(p):
         for i in live:
             dist = np.abs(firsts - np.frombuffer(key[i], np.uint8)).sum(1)
             key[i] = int(np.flatnonzero(dist <= limit)[0])
+    if p.cfg.region_score:  # a region is also one score
+        key = {i: (key[i], float(a.score[i])) for i in live}
     count = Counter(key.values())
     sizes = a.region_sizes()
     assert [int(sizes[i]) for i in live] == [count[key[i]] for i in live]
@@ -786,9 +788,37 @@ def test_region_radius_groups_look_alike_frames_for_1_and_2_workers_and_across_a
     assert failures == [] and played > 0
 
 
+def test_region_score_groups_each_screen_by_score_for_1_and_2_workers_and_across_a_resume(
+    tmp_path,
+):
+    flags = dict(TOY_REGION, region_score=True)
+    runs = [run_ours("toy", 2, 30_000, w, **flags) for w in (1, 2)]
+    p = runs[0]
+    assert sum(e["changed"] for e in p.dynamic.history) >= 2  # regions rebuilt after re-keying
+    count = _check_regions_against_frames(p)  # sizes by (frame region, score), from scratch
+    assert len({screen for screen, _ in count}) >= 3
+    assert len(count) > len({screen for screen, _ in count})  # some screen at two scores
+    assert len(set(count.values())) >= 2
+    _same_archive(p, runs[1])
+    _check_regions_against_frames(runs[1])
+    without = run_ours("toy", 2, 30_000, 1, **TOY_REGION)
+    assert archive_table(without)["cells"] != archive_table(p)["cells"]  # the grouping acts
+    cfg = Config(env="toy", seed=2, total_frames=30_000, n_workers=1, **flags)
+    _run(cfg, tmp_path / "same", stop_after=6)
+    _check_regions_against_frames(load_run(tmp_path / "same"))  # scores from the checkpoint
+    same = _run(cfg, tmp_path / "same", resume="auto")
+    _same_archive(p, same)
+    np.testing.assert_array_equal(same.archive.region_sizes(), p.archive.region_sizes())
+    _weights_are_current(same)
+    played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
+    assert failures == [] and played > 0
+
+
 @pytest.mark.parametrize(
     "flags,message",
     [
+        (dict(cells="downscale-dynamic", region_score=True), "region-score: only with --region-"),
+        (dict(cells="downscale-dynamic", region_score=1), "region-score: must be true or false"),
         (
             dict(cells="downscale-dynamic", region_power=1.0, region_radius=1.0),
             "region-radius: must be in",
