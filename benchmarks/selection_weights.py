@@ -1,8 +1,9 @@
 """Selection per batch at 100k cells: the reference weight against the
 montezuma-dk preset's weight (all its terms, map terms kept as cells arrive)
 and against every term on (the preset plus the chosen, since-new, steps,
-vertical-neighbour, keys-ahead, score-rank, region and region-chosen terms and the
-score filter), in one run, alternating, so the machine's noise hits all alike.
+vertical-neighbour, keys-ahead, score-rank, region and region-chosen terms with
+regions split by score, and the score filter), in one run, alternating, so the
+machine's noise hits all alike.
 
     python benchmarks/selection_weights.py [--cells 100000] [--rounds 3] [--json PATH]
 
@@ -39,6 +40,7 @@ EVERY_TERM = {
     "score_filter": 0.5,
     "region_power": 1.0,
     "region_chosen_power": 0.5,
+    "region_score": True,
 }
 
 

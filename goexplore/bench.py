@@ -463,7 +463,8 @@ def selection_dk_bench(
     brings a new score (the score-rank term then recomputes every weight; 8 of the
     first 123 batches of a montezuma-dk run did). ``region_power`` and
     ``region_chosen_power`` in ``overrides`` turn the region terms on (outside the preset:
-    they need dynamic cells), each cell's region its (level, room); every new cell changes
+    they need dynamic cells), each cell's region its (level, room), and with
+    ``region_score`` also its score (up to 40 times the regions); every new cell changes
     a region's size and every pick its picks, so every batch then recomputes every weight.
     ms per batch: median, mean and max."""
     from goexplore.archive import Archive
@@ -475,6 +476,11 @@ def selection_dk_bench(
     region_power = float(overrides.pop("region_power", 0.0))
     region_chosen = float(overrides.pop("region_chosen_power", 0.0))
     regions = bool(region_power or region_chosen)
+    region_score = bool(overrides.pop("region_score", False))
+
+    def region(k: bytes, score: float) -> bytes:
+        return k[:2] + np.float64(score).tobytes() if region_score else k[:2]
+
     cfg = apply_preset("montezuma-dk", overrides)
     rep = make_cells(cfg)
     rng = np.random.default_rng(seed)
@@ -511,8 +517,8 @@ def selection_dk_bench(
         level_fact=3,
     )
     if regions:
-        for i, k in enumerate(base[:, :2].tolist()):
-            a.set_region(i, bytes(k))
+        for i, k in enumerate(base.tolist()):
+            a.set_region(i, region(bytes(k), a.score[i]))
     load = time.perf_counter() - t
     gen = np.random.default_rng(seed + 2)
     a.sample(100, gen)
@@ -528,7 +534,7 @@ def selection_dk_bench(
             score = 100.0 * (40 + b) if fresh else 100.0 * int(rng.integers(0, 40))
             i = a.add(k, b"\x01state", score, 10, 0, 5, (k[1], 0, 0, k[0], 0))
             if regions:
-                a.set_region(i, k[:2])
+                a.set_region(i, region(k, score))
         add_times.append((time.perf_counter() - t) / new)
         t = time.perf_counter()
         a.sample(100, gen)

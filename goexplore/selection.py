@@ -76,6 +76,7 @@ class SelectionParams:
     lives: float = 0.0  # power of (1 + lives left)
     region_chosen: float = 0.0  # power of 1 / (1 + picks of the region's cells)
     max_score_only: bool = False  # a cell outscored by one keyed alike but for the score: 0
+    region_score: bool = False  # the region terms' regions are also split by score
 
     @classmethod
     def from_config(cls, cfg) -> SelectionParams:
@@ -97,6 +98,7 @@ class SelectionParams:
             cfg.lives_power,
             cfg.region_chosen_power,
             cfg.max_score_only,
+            cfg.region_score,
         )
 
     @property

@@ -37,6 +37,7 @@ from goexplore.dynamic import (
 )
 from goexplore.errors import CheckpointError, ConfigError
 from goexplore.phase1 import load_run
+from goexplore.runner import prepare, unlock_run_dir
 from goexplore.selection import cell_weights
 from goexplore.store import RunDir
 
@@ -810,6 +811,18 @@ def test_region_score_groups_each_screen_by_score_for_1_and_2_workers_and_across
     _same_archive(p, same)
     np.testing.assert_array_equal(same.archive.region_sizes(), p.archive.region_sizes())
     _weights_are_current(same)
+    # switched on in a branch of a run without it: regions by score from the first pick
+    source = Config(env="toy", seed=2, total_frames=30_000, n_workers=1, **TOY_REGION)
+    _run(source, tmp_path / "source", stop_after=6)
+    branch, _ = prepare(
+        source.replace(region_score=True), tmp_path / "b", str(tmp_path / "source"), branch=True
+    )
+    try:
+        assert branch.cfg.region_score
+        count = _check_regions_against_frames(branch)
+        assert len(count) > len({screen for screen, _ in count})
+    finally:
+        unlock_run_dir(branch.lock)
     played, failures = verify_archive("toy", p.cells, p.archive, p.explog, end_on_life=False)
     assert failures == [] and played > 0
 
