@@ -469,6 +469,7 @@ def selection_dk_bench(
     ms per batch: median, mean and max."""
     from goexplore.archive import Archive
     from goexplore.cells import make_cells
+    from goexplore.dynamic import with_score
     from goexplore.presets import apply_preset
     from goexplore.selection import SelectionParams
 
@@ -479,7 +480,7 @@ def selection_dk_bench(
     region_score = bool(overrides.pop("region_score", False))
 
     def region(k: bytes, score: float) -> bytes:
-        return k[:2] + np.float64(score).tobytes() if region_score else k[:2]
+        return with_score(k[:2], score) if region_score else k[:2]
 
     cfg = apply_preset("montezuma-dk", overrides)
     rep = make_cells(cfg)

@@ -301,6 +301,12 @@ class Regions:
         return _REGION_ID.type(self.n - 1).tobytes()
 
 
+def with_score(region: bytes, score: float) -> bytes:
+    """A region key split by score (``--region-score``): the 8 bytes of the float
+    appended, -0.0 as 0.0, so no two scores share a region."""
+    return region + np.float64(score + 0.0).tobytes()
+
+
 # --- the master's state --------------------------------------------------------------------------
 @dataclass
 class DynamicState:
@@ -317,7 +323,6 @@ class DynamicState:
     regions: Regions | None = None  # the region terms' grouping (None: terms off)
     region_firsts: np.ndarray | None = None  # from a checkpoint, until use_regions
     region_where: str = "dynamic.npz"  # the checkpoint file they came from
-    region_score: bool = False  # a region is also one score (--region-score)
 
     @classmethod
     def start(cls, cfg, n_facts: int) -> DynamicState:
@@ -338,12 +343,12 @@ class DynamicState:
             )
         self.regions = Regions(whl, cfg.region_radius, firsts) if on else None
         self.region_firsts = None
-        self.region_score = on and cfg.region_score
 
-    def _region_of(self, archive: Archive, i: int, region: bytes) -> bytes:
-        """Cell ``i``'s region key: its frame's region, and with ``region_score`` the
-        score its state holds (the 8 bytes of the float, -0.0 as 0.0)."""
-        return region + (archive.score[i] + 0.0).tobytes() if self.region_score else region
+    @staticmethod
+    def _region_of(archive: Archive, i: int, region: bytes) -> bytes:
+        """Cell ``i``'s region key: its frame's region, with ``--region-score`` also the
+        score its state holds."""
+        return with_score(region, archive.score[i]) if archive.params.region_score else region
 
     def set_region(self, archive: Archive, i: int, blob: bytes) -> None:
         """Cell ``i`` of ``archive`` now holds the frame ``blob`` (DONE: none): its
